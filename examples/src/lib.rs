@@ -1,0 +1,1 @@
+//! Runnable kubeward programs; each lives in `src/bin/`.

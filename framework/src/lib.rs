@@ -1,0 +1,8 @@
+//! kubeward is a Kubernetes controller framework: informers feed rate-limited work queues that
+//! call your `Reconciler`, with leader election and Prometheus metrics.
+//!
+//! The framework grows issue by issue; the modules below are what has landed.
+#![doc(test(attr(deny(warnings))))]
+
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,83 @@
+//! Finds the etcd, kube-apiserver and openssl programs the control plane runs.
+
+use std::path::{Path, PathBuf};
+
+use super::{Error, Result};
+
+const INSTALL: &str = "bash scripts/setup";
+
+/// The programs a [`ControlPlane`](super::ControlPlane) runs.
+///
+/// Looked up, in order, in `$KUBEWARD_BIN`, `$KUBEBUILDER_ASSETS` (the envtest convention),
+/// `~/.cache/kubeward/bin` (where `scripts/setup` installs them) and `$PATH`.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// The etcd server.
+    pub etcd: PathBuf,
+    /// The Kubernetes API server.
+    pub kube_apiserver: PathBuf,
+    /// The openssl command, used to make service-account signing keys.
+    pub openssl: PathBuf,
+}
+
+impl Binaries {
+    /// Finds every program.
+    ///
+    /// # Errors
+    /// [`Error::MissingBinary`] names the first program that is missing and the command that installs it.
+    pub fn find() -> Result<Self> {
+        Ok(Self {
+            etcd: find("etcd", INSTALL)?,
+            kube_apiserver: find("kube-apiserver", INSTALL)?,
+            openssl: find("openssl", "apt-get install openssl")?,
+        })
+    }
+}
+
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for var in ["KUBEWARD_BIN", "KUBEBUILDER_ASSETS"] {
+        if let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            dirs.push(PathBuf::from(dir));
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&home).join(".cache/kubeward/bin"));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs
+}
+
+fn find(program: &'static str, install: &'static str) -> Result<PathBuf> {
+    let dirs = search_dirs();
+    dirs.iter()
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| Error::MissingBinary {
+            program,
+            searched: dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":"),
+            install,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_names_itself_and_its_installer() {
+        let err = find("kubeward-no-such-program", INSTALL).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.starts_with("kubeward-no-such-program not found"),
+            "{message}"
+        );
+        assert!(message.contains("bash scripts/setup"), "{message}");
+    }
+}

@@ -1,0 +1,356 @@
+//! Starts etcd and kube-apiserver on free loopback ports, the way controller-runtime's envtest does.
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use tempfile::TempDir;
+use tokio::sync::OnceCell;
+
+use super::process::Supervised;
+use super::{Binaries, Error, Result, io_error};
+
+/// How long start-up may take before it is reported as failed.
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// How often to try again when a free port was taken by someone else between probe and bind.
+const START_ATTEMPTS: usize = 3;
+
+/// A running etcd + kube-apiserver pair on loopback, with RBAC on and an admin token.
+///
+/// Both processes stop and the temporary folder is removed when this is dropped, also while a
+/// test panics; the processes die with the test process even if it is killed.
+#[derive(Debug)]
+pub struct ControlPlane {
+    // Field order is drop order: the apiserver must go before etcd.
+    apiserver: Supervised,
+    etcd: Supervised,
+    config: Config,
+    kubeconfig: PathBuf,
+    etcd_url: String,
+    dir: TempDir,
+}
+
+impl ControlPlane {
+    /// Starts a new control plane and waits until kube-apiserver reports `/readyz`.
+    ///
+    /// # Errors
+    /// A missing program ([`Error::MissingBinary`] says how to install it), a process that does
+    /// not start, or a control plane that is not ready within 90 s ([`Error::NotReady`], with the
+    /// end of its log).
+    pub async fn start() -> Result<Self> {
+        let binaries = Binaries::find()?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(&binaries).await {
+                Err(Error::NotReady { log_tail, .. })
+                    if attempt < START_ATTEMPTS && log_tail.contains("address already in use") =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One control plane shared by every test of this test binary; started on first use.
+    ///
+    /// Tests that share it should each work in their own namespace ([`Self::create_namespace`]).
+    ///
+    /// # Errors
+    /// As [`Self::start`].
+    pub async fn shared() -> Result<&'static Self> {
+        static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
+        SHARED.get_or_try_init(Self::start).await
+    }
+
+    /// A client with cluster-admin rights (`system:masters`).
+    ///
+    /// # Panics
+    /// Never in practice: the configuration was already validated when the control plane started.
+    #[must_use]
+    pub fn client(&self) -> Client {
+        Client::try_from(self.config.clone())
+            .expect("the control plane's client config was validated at start")
+    }
+
+    /// The configuration behind [`Self::client`], to adjust before building a client.
+    #[must_use]
+    pub fn config(&self) -> Config {
+        self.config.clone()
+    }
+
+    /// A client that impersonates `user` in `groups`; what it may do is up to RBAC.
+    #[must_use]
+    pub fn impersonating(&self, user: &str, groups: &[&str]) -> Client {
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups =
+            Some(groups.iter().map(|g| (*g).to_owned()).collect());
+        Client::try_from(config).expect("an impersonating config differs only in headers")
+    }
+
+    /// A client that acts as the ServiceAccount `namespace/name`, as a pod running under it would.
+    #[must_use]
+    pub fn service_account_client(&self, namespace: &str, name: &str) -> Client {
+        let user = format!("system:serviceaccount:{namespace}:{name}");
+        let ns_group = format!("system:serviceaccounts:{namespace}");
+        self.impersonating(
+            &user,
+            &["system:serviceaccounts", &ns_group, "system:authenticated"],
+        )
+    }
+
+    /// A kubeconfig file for kubectl and helm, with the admin token.
+    #[must_use]
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The URL of kube-apiserver, `https://127.0.0.1:PORT`.
+    #[must_use]
+    pub fn server_url(&self) -> String {
+        self.config.cluster_url.to_string()
+    }
+
+    /// The client URL of etcd, for tests that act on storage (e.g. compaction).
+    #[must_use]
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
+    /// The temporary folder holding data, certificates and logs.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The last lines of kube-apiserver's log, for failure messages.
+    #[must_use]
+    pub fn apiserver_log_tail(&self, lines: usize) -> String {
+        self.apiserver.log_tail(lines)
+    }
+
+    /// The last lines of etcd's log, for failure messages.
+    #[must_use]
+    pub fn etcd_log_tail(&self, lines: usize) -> String {
+        self.etcd.log_tail(lines)
+    }
+
+    /// Creates a namespace named `prefix-N` that no other caller of this control plane gets.
+    ///
+    /// # Errors
+    /// The API call failed.
+    pub async fn create_namespace(&self, prefix: &str) -> Result<String, kube::Error> {
+        let api: Api<Namespace> = Api::all(self.client());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{prefix}-")),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        let created = api.create(&PostParams::default(), &namespace).await?;
+        Ok(created.metadata.name.unwrap_or_default())
+    }
+
+    async fn start_once(binaries: &Binaries) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("kubeward-cp-")
+            .tempdir()
+            .map_err(io_error("creating a temporary folder"))?;
+        let root = dir.path().to_owned();
+        let token = random_hex(16)?;
+        write(
+            &root.join("tokens.csv"),
+            &format!("{token},admin,admin,\"system:masters\"\n"),
+        )?;
+        make_signing_key(&binaries.openssl, &root.join("sa.key"))?;
+
+        let [client_port, peer_port, api_port] = [free_port()?, free_port()?, free_port()?];
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let etcd = Supervised::spawn(
+            &binaries.etcd,
+            &etcd_args(&root, &etcd_url, peer_port),
+            root.join("etcd.log"),
+        )?;
+        let apiserver = Supervised::spawn(
+            &binaries.kube_apiserver,
+            &apiserver_args(&root, &etcd_url, api_port),
+            root.join("kube-apiserver.log"),
+        )?;
+
+        let kubeconfig = root.join("kubeconfig");
+        let config = wait_ready(&root, api_port, &token, &kubeconfig, &apiserver, &etcd).await?;
+        Ok(Self {
+            apiserver,
+            etcd,
+            config,
+            kubeconfig,
+            etcd_url,
+            dir,
+        })
+    }
+}
+
+fn etcd_args(root: &Path, client_url: &str, peer_port: u16) -> Vec<String> {
+    let peer_url = format!("http://127.0.0.1:{peer_port}");
+    vec![
+        "--name=kubeward".into(),
+        format!("--data-dir={}", root.join("etcd").display()),
+        format!("--listen-client-urls={client_url}"),
+        format!("--advertise-client-urls={client_url}"),
+        format!("--listen-peer-urls={peer_url}"),
+        format!("--initial-advertise-peer-urls={peer_url}"),
+        format!("--initial-cluster=kubeward={peer_url}"),
+        "--unsafe-no-fsync".into(),
+        "--log-level=warn".into(),
+    ]
+}
+
+fn apiserver_args(root: &Path, etcd_url: &str, port: u16) -> Vec<String> {
+    let key = root.join("sa.key");
+    vec![
+        format!("--etcd-servers={etcd_url}"),
+        "--bind-address=127.0.0.1".into(),
+        "--advertise-address=127.0.0.1".into(),
+        format!("--secure-port={port}"),
+        // v1.20 still opens an unauthenticated port 8080 by default; two control planes would clash on it.
+        "--insecure-port=0".into(),
+        format!("--cert-dir={}", root.join("certs").display()),
+        format!("--token-auth-file={}", root.join("tokens.csv").display()),
+        "--authorization-mode=RBAC".into(),
+        format!("--service-account-key-file={}", key.display()),
+        format!("--service-account-signing-key-file={}", key.display()),
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        "--allow-privileged=true".into(),
+        // No controller-manager creates default ServiceAccounts here, so pods could not be admitted.
+        "--disable-admission-plugins=ServiceAccount".into(),
+        "--profiling=false".into(),
+    ]
+}
+
+/// Waits for the serving certificate, then for `/readyz`; returns the admin client config.
+async fn wait_ready(
+    root: &Path,
+    port: u16,
+    token: &str,
+    kubeconfig: &Path,
+    apiserver: &Supervised,
+    etcd: &Supervised,
+) -> Result<Config> {
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    let cert = root.join("certs/apiserver.crt");
+    let not_ready = || {
+        let mut log_tail = apiserver.log_tail(15);
+        let _ = write!(log_tail, "\n--- etcd ---\n{}", etcd.log_tail(5));
+        Error::NotReady {
+            component: "kube-apiserver",
+            seconds: READY_TIMEOUT.as_secs(),
+            log_tail,
+        }
+    };
+    while !cert.is_file() {
+        if tokio::time::Instant::now() > deadline {
+            return Err(not_ready());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    write(kubeconfig, &kubeconfig_yaml(port, &cert, token))?;
+    let parsed = Kubeconfig::read_from(kubeconfig)
+        .map_err(|e| Error::Client(Box::new(kube::Error::InferKubeconfig(e))))?;
+    let config = Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::Client(Box::new(kube::Error::InferKubeconfig(e))))?;
+    let client = Client::try_from(config.clone()).map_err(|e| Error::Client(Box::new(e)))?;
+    loop {
+        let request = http::Request::get("/readyz")
+            .body(Vec::new())
+            .expect("a constant request is valid");
+        if matches!(client.request_text(request).await.as_deref(), Ok("ok")) {
+            return Ok(config);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(not_ready());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn kubeconfig_yaml(port: u16, ca: &Path, token: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: kubeward
+  cluster:
+    server: https://127.0.0.1:{port}
+    certificate-authority: {ca}
+users:
+- name: admin
+  user:
+    token: {token}
+contexts:
+- name: kubeward
+  context:
+    cluster: kubeward
+    user: admin
+    namespace: default
+current-context: kubeward
+",
+        ca = ca.display()
+    )
+}
+
+fn make_signing_key(openssl: &Path, key: &Path) -> Result<()> {
+    let output = Command::new(openssl)
+        .args([
+            "ecparam",
+            "-genkey",
+            "-name",
+            "prime256v1",
+            "-noout",
+            "-out",
+        ])
+        .arg(key)
+        .output()
+        .map_err(io_error("running openssl to make a service-account key"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            action: "making a service-account key with openssl".into(),
+            source: std::io::Error::other(String::from_utf8_lossy(&output.stderr).into_owned()),
+        })
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(io_error("finding a free port"))?;
+    Ok(listener
+        .local_addr()
+        .map_err(io_error("finding a free port"))?
+        .port())
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0_u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(io_error("reading /dev/urandom"))?;
+    Ok(buf.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    }))
+}
+
+fn write(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).map_err(io_error(format!("writing {}", path.display())))
+}

@@ -1,0 +1,66 @@
+//! Runs a real local control plane (etcd + kube-apiserver) for tests.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::Api;
+//! use kubeward::testing::ControlPlane;
+//!
+//! let cp = ControlPlane::start().await?;
+//! let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+//! assert!(configmaps.list(&Default::default()).await?.items.is_empty());
+//! # Ok(()) }
+//! ```
+
+mod binaries;
+mod control_plane;
+mod process;
+
+pub use binaries::Binaries;
+pub use control_plane::ControlPlane;
+
+/// Errors from starting or talking to the local control plane.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A required program is not installed.
+    #[error("{program} not found (looked in {searched}); install it with `{install}`")]
+    MissingBinary {
+        /// The program's name.
+        program: &'static str,
+        /// Where it was looked for.
+        searched: String,
+        /// The command that installs it.
+        install: &'static str,
+    },
+    /// A file or process operation failed.
+    #[error("{action}")]
+    Io {
+        /// What was being done.
+        action: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A component did not become ready in time.
+    #[error("{component} was not ready after {seconds} s; last lines of its log:\n{log_tail}")]
+    NotReady {
+        /// etcd or kube-apiserver.
+        component: &'static str,
+        /// How long we waited.
+        seconds: u64,
+        /// The end of the component's log.
+        log_tail: String,
+    },
+    /// Building a client configuration failed.
+    #[error("building a client for the local control plane")]
+    Client(#[source] Box<kube::Error>),
+}
+
+/// The result of control-plane operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io_error(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Io { action, source }
+}

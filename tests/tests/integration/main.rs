@@ -1,0 +1,3 @@
+//! Integration tests against a real local control plane (etcd + kube-apiserver).
+
+mod control_plane;
