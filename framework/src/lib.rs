@@ -4,7 +4,12 @@
 //! The framework grows issue by issue; the modules below are what has landed.
 #![doc(test(attr(deny(warnings))))]
 
+pub mod cache;
+pub mod controller;
+pub mod informer;
 pub mod manager;
+pub mod metrics;
+pub mod queue;
 
 #[cfg(feature = "testing")]
 pub mod testing;

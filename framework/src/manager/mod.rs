@@ -32,10 +32,12 @@ pub use self::config::Config;
 pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address};
 pub use self::http::Check;
 pub use self::logging::init_logging;
-pub use self::runnable::{BoxError, Runnable, runnable_fn};
+pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
 pub use self::shutdown::cancel_on_signal;
 
 use self::http::Probes;
+use crate::informer::Factory;
+use crate::metrics::Metrics;
 
 /// Errors that stop a [`Manager`] from starting or end its run.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +100,8 @@ pub struct Manager {
     client: Client,
     config: Config,
     registry: Registry,
+    metrics: Metrics,
+    factory: Arc<Factory>,
     probes: Arc<Probes>,
     runnables: Mutex<Vec<Box<dyn Runnable>>>,
     shutdown: CancellationToken,
@@ -118,10 +122,14 @@ impl Manager {
     /// A manager for `client`.
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
+        let registry = Registry::new();
+        let metrics = Metrics::new(&registry).expect("a new registry holds no family yet, so none can clash");
         Self {
+            factory: Arc::new(Factory::new(client.clone())),
             client,
             config,
-            registry: Registry::new(),
+            registry,
+            metrics,
             probes: Arc::default(),
             runnables: Mutex::default(),
             shutdown: CancellationToken::new(),
@@ -171,9 +179,25 @@ impl Manager {
         &self.registry
     }
 
-    /// Adds a controller or task, to be started by [`Self::run`].
-    pub fn add(&self, runnable: impl Runnable) {
-        self.runnables.lock().push(Box::new(runnable));
+    /// The metric families of controllers, work queues and leader election, registered in
+    /// [`Self::registry`].
+    #[must_use]
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The shared informer factory: every controller and handler of this manager that watches
+    /// the same kind, namespace and selectors shares one informer (one list, one watch).
+    #[must_use]
+    pub fn factory(&self) -> &Arc<Factory> {
+        &self.factory
+    }
+
+    /// Adds a controller or task, to be started by [`Self::run`]. A controller is wired to the
+    /// shared informers now, so its caches can fill before it runs.
+    pub fn add(&self, component: impl IntoRunnable) {
+        let runnable = component.into_runnable(self);
+        self.runnables.lock().push(runnable);
     }
 
     /// Adds a liveness check to `/healthz`.

@@ -24,6 +24,10 @@ impl Manager {
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;
         let signals = tokio::spawn(cancel_on_signal(self.shutdown.clone()));
+        // Informers run on every replica, leader or not, so caches are warm before work starts.
+        if let Err(e) = self.factory.start() {
+            tracing::debug!(error = %e, "informers were already started");
+        }
 
         let mut tasks = JoinSet::new();
         for runnable in self.runnables.lock().drain(..) {
@@ -84,6 +88,7 @@ impl Manager {
             }
         }
 
+        self.factory.shutdown().await;
         stop_servers.cancel();
         while servers.join_next().await.is_some() {}
         signals.abort();

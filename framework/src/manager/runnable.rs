@@ -28,6 +28,19 @@ pub trait Runnable: Send + 'static {
     ) -> BoxFuture<'static, Result<(), BoxError>>;
 }
 
+/// What [`Manager::add`](super::Manager::add) accepts: a [`Runnable`] as it is, or a
+/// [`Controller`](crate::controller::Controller), which wires itself to the manager's informers.
+pub trait IntoRunnable {
+    /// Prepares to run under `manager`.
+    fn into_runnable(self, manager: &super::Manager) -> Box<dyn Runnable>;
+}
+
+impl<R: Runnable> IntoRunnable for R {
+    fn into_runnable(self, _manager: &super::Manager) -> Box<dyn Runnable> {
+        Box::new(self)
+    }
+}
+
 /// A [`Runnable`] made from a name and an async closure, for small tasks.
 pub fn runnable_fn<F, Fut>(
     name: impl Into<String>,

@@ -1,0 +1,141 @@
+//! Builds a controller: its kind, what it owns and watches, predicates, concurrency and limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+
+use super::erased::{ErasedReconciler, erase};
+use super::trigger::{Trigger, owner_trigger, watch_trigger};
+use super::{Predicate, Reconciler, Watchable};
+use crate::cache::ObjectKey;
+use crate::queue::RateLimiter;
+
+/// How many reconciles of one controller run at once unless set: one, as in controller-runtime
+/// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
+pub const DEFAULT_CONCURRENCY: u16 = 1;
+
+/// A controller of kind `K`: reconciles each object of `K` whenever it, an object it owns or one
+/// it watches changes. Hand it to [`Manager::add`](crate::manager::Manager::add).
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use k8s_openapi::api::{apps::v1::Deployment, core::v1::{ConfigMap, Pod}};
+/// # use kubeward::controller::{Action, Context, Controller, Predicate, Reconciler};
+/// # use kubeward::cache::ObjectKey;
+/// # struct R;
+/// # impl Reconciler<Deployment> for R {
+/// #     type Error = kube::Error;
+/// #     async fn reconcile(&self, _: Arc<Deployment>, _: &Context<Deployment>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
+/// # }
+/// let controller = Controller::new(R)
+///     .owns::<Pod>()
+///     .watches::<ConfigMap>(|cm| vec![ObjectKey::new(cm.metadata.namespace.as_deref(), "web")])
+///     .predicate(Predicate::generation_changed().or(Predicate::labels_changed()))
+///     .concurrency(4)
+///     .finalizer("example.com/cleanup");
+/// # let _ = controller;
+/// ```
+#[must_use]
+pub struct Controller<K> {
+    pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
+    pub(crate) name: Option<String>,
+    pub(crate) concurrency: Option<u16>,
+    pub(crate) rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) finalizer: Option<String>,
+    pub(crate) predicate: Option<Predicate<K>>,
+    pub(crate) triggers: Vec<Trigger>,
+}
+
+impl<K> std::fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field("concurrency", &self.concurrency)
+            .field("timeout", &self.timeout)
+            .field("finalizer", &self.finalizer)
+            .field("triggers", &self.triggers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Watchable> Controller<K> {
+    /// A controller that calls `reconciler` for objects of `K`.
+    pub fn new(reconciler: impl Reconciler<K>) -> Self {
+        Self {
+            reconciler: erase(reconciler),
+            name: None,
+            concurrency: None,
+            rate_limiter: None,
+            timeout: None,
+            finalizer: None,
+            predicate: None,
+            triggers: Vec::new(),
+        }
+    }
+
+    /// The controller's name, unique within a manager: in logs, metrics and Events. Defaults to
+    /// the kind in lower case.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Reconciles running at once (different objects; one object is never reconciled twice at
+    /// once). Defaults to the manager's `--max-concurrent-reconciles`, which defaults to
+    /// [`DEFAULT_CONCURRENCY`].
+    pub fn concurrency(mut self, n: u16) -> Self {
+        self.concurrency = Some(n.max(1));
+        self
+    }
+
+    /// How failed reconciles are spaced out; defaults to client-go's `DefaultControllerRateLimiter`.
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
+        self.rate_limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// A reconcile that runs longer fails with a timeout error (and is retried). None by default.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Declares a finalizer: added before the first reconcile; on deletion
+    /// [`Reconciler::cleanup`] runs and then the finalizer is removed.
+    pub fn finalizer(mut self, name: impl Into<String>) -> Self {
+        self.finalizer = Some(name.into());
+        self
+    }
+
+    /// Filters updates of `K` (adds and deletes always pass). Combine predicates with
+    /// [`Predicate::and`] / [`Predicate::or`].
+    pub fn predicate(mut self, predicate: Predicate<K>) -> Self {
+        self.predicate = Some(predicate);
+        self
+    }
+
+    /// Reconciles the controlling owner (an ownerReference of kind `K` with `controller: true`)
+    /// whenever an object of `C` changes.
+    pub fn owns<C: Watchable>(mut self) -> Self {
+        self.triggers.push(owner_trigger::<K, C>());
+        self
+    }
+
+    /// Reconciles the objects of `K` that `mapper` names whenever an object of `W` changes.
+    pub fn watches<W: Watchable>(mut self, mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Self {
+        self.triggers.push(watch_trigger::<W>(mapper));
+        self
+    }
+
+    /// The name used when none was set: the kind in lower case.
+    pub(crate) fn default_name() -> String {
+        K::kind(&()).to_ascii_lowercase()
+    }
+}
+
+/// Whether `K` is namespaced, read from its resource URL.
+pub(crate) fn is_namespaced<K: Resource<DynamicType = ()>>() -> bool {
+    K::url_path(&(), Some("n")).contains("/namespaces/n/")
+}

@@ -1,0 +1,99 @@
+//! Gives a reconcile what it needs: the client, cached listers, an event recorder, its name.
+
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::{Client, Resource};
+
+use super::Watchable;
+use crate::cache::{ObjectKey, Store};
+use crate::informer::Factory;
+
+/// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
+pub struct Context<K> {
+    inner: Arc<Inner<K>>,
+}
+
+struct Inner<K> {
+    name: String,
+    client: Client,
+    store: Store<K>,
+    factory: Arc<Factory>,
+    namespace: Option<String>,
+    recorder: Recorder,
+}
+
+impl<K> Clone for Context<K> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<K> fmt::Debug for Context<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("name", &self.inner.name).finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> Context<K> {
+    pub(crate) fn new(name: String, client: Client, store: Store<K>, factory: Arc<Factory>, namespace: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: name.clone(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Self { inner: Arc::new(Inner { name, client, store, factory, namespace, recorder }) }
+    }
+
+    /// The controller's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The client, to read and write the cluster.
+    #[must_use]
+    pub fn client(&self) -> Client {
+        self.inner.client.clone()
+    }
+
+    /// The cache of `K`: `get`, `list` and index queries, without calling the API server.
+    #[must_use]
+    pub fn store(&self) -> &Store<K> {
+        &self.inner.store
+    }
+
+    /// The cached state of the object with `key`.
+    #[must_use]
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.store.get(key)
+    }
+
+    /// The cache of another kind, e.g. one the controller owns or watches; it shares the informer
+    /// those use. For a kind nothing watched yet, the informer is started now.
+    #[must_use]
+    pub fn lister<C: Watchable>(&self) -> Store<C> {
+        let informer = C::informer(&self.inner.factory, self.inner.namespace.as_deref());
+        // Starting twice is refused and harmless: the informer is already running.
+        let _ = informer.start();
+        informer.store()
+    }
+
+    /// The event recorder, for Kubernetes Events on any object.
+    #[must_use]
+    pub fn recorder(&self) -> &Recorder {
+        &self.inner.recorder
+    }
+
+    /// Publishes a Kubernetes Event about `obj` (shown by `kubectl describe`).
+    ///
+    /// # Errors
+    /// The API server refused the Event (e.g. RBAC: the controller needs `create` on
+    /// `events.k8s.io` events).
+    pub async fn publish_event(&self, obj: &K, event: &Event) -> Result<(), kube::Error> {
+        let reference: ObjectReference = obj.object_ref(&());
+        self.inner.recorder.publish(event, &reference).await
+    }
+}

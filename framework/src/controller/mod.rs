@@ -1,0 +1,27 @@
+//! Reconciles objects: implement [`Reconciler`], build a [`Controller`], add it to a Manager.
+//!
+//! A controller watches its kind `K` (plus what it [owns](Controller::owns) and
+//! [watches](Controller::watches)) through the manager's shared informers, turns every change
+//! into the key of a `K` in a rate-limited work queue, and calls [`Reconciler::reconcile`] with
+//! the cached object. Keys are deduplicated while they wait, one key is never reconciled twice at
+//! once, success forgets the key's failures, errors are retried with backoff, and a panic in a
+//! reconcile is caught, counted and retried.
+
+mod action;
+mod builder;
+mod context;
+mod erased;
+mod finalizer;
+mod predicate;
+mod reconciler;
+mod scope;
+mod setup;
+mod trigger;
+mod worker;
+
+pub use action::{Action, ErrorAction};
+pub use builder::{Controller, DEFAULT_CONCURRENCY};
+pub use context::Context;
+pub use predicate::Predicate;
+pub use reconciler::Reconciler;
+pub use scope::{WatchScope, Watchable};

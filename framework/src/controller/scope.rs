@@ -1,0 +1,55 @@
+//! Picks the shared informer a controller uses from its kind's scope and the watch namespace.
+
+use std::fmt::Debug;
+
+use kube::Resource;
+use kube::core::{ClusterResourceScope, NamespaceResourceScope};
+use serde::de::DeserializeOwned;
+
+use crate::informer::{Factory, SharedInformer};
+
+/// A kind that a controller can watch: namespaced or cluster-wide, known at compile time.
+pub trait Watchable: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
+    /// The shared informer of this kind in `namespace` (all namespaces when `None`; always all
+    /// for a cluster-scoped kind).
+    fn informer(factory: &Factory, namespace: Option<&str>) -> SharedInformer<Self>;
+}
+
+/// Dispatches [`Watchable::informer`] on the kind's scope.
+pub trait WatchScope {
+    /// See [`Watchable::informer`].
+    fn informer<K>(factory: &Factory, namespace: Option<&str>) -> SharedInformer<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static;
+}
+
+impl WatchScope for NamespaceResourceScope {
+    fn informer<K>(factory: &Factory, namespace: Option<&str>) -> SharedInformer<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        match namespace {
+            Some(ns) => factory.namespaced_informer(ns),
+            None => factory.informer(),
+        }
+    }
+}
+
+impl WatchScope for ClusterResourceScope {
+    fn informer<K>(factory: &Factory, _namespace: Option<&str>) -> SharedInformer<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        factory.informer()
+    }
+}
+
+impl<K> Watchable for K
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::Scope: WatchScope,
+{
+    fn informer(factory: &Factory, namespace: Option<&str>) -> SharedInformer<Self> {
+        <K::Scope as WatchScope>::informer(factory, namespace)
+    }
+}

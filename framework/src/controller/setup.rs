@@ -1,0 +1,72 @@
+//! Wires a controller into a manager: informers from the shared factory, queue, metrics, readiness.
+
+use std::sync::Arc;
+
+use crate::cache::ObjectKey;
+use crate::informer::handler_fns;
+use crate::manager::{IntoRunnable, Manager, Runnable};
+use crate::queue::{AddOptions, Priority, WorkQueue};
+
+use super::worker::{Running, Shared};
+use super::{Context, Controller, Watchable};
+
+impl<K: Watchable> IntoRunnable for Controller<K> {
+    fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
+        let name = self.name.unwrap_or_else(Controller::<K>::default_name);
+        let concurrency = self.concurrency.unwrap_or(manager.config().default_concurrency());
+        let namespace = manager.config().watch_namespace();
+        let factory = manager.factory();
+        let metrics = manager.metrics();
+
+        let mut queue = WorkQueue::builder().hooks(Arc::new(metrics.workqueue(&name)));
+        if let Some(limiter) = self.rate_limiter {
+            queue = queue.rate_limiter(limiter);
+        }
+        let queue: WorkQueue<ObjectKey> = queue.build();
+
+        let informer = K::informer(factory, namespace);
+        let predicate = self.predicate;
+        let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+        let synced = informer.clone();
+        let registration = informer.add_handler(
+            handler_fns()
+                .on_add(move |obj: Arc<K>| {
+                    // Objects of the initial list wait behind live changes (with aging).
+                    let priority = if synced.has_synced() { Priority::default() } else { Priority::LOW };
+                    on_add.add_with(ObjectKey::of(obj.as_ref()), AddOptions::new().priority(priority));
+                })
+                .on_update(move |old: Arc<K>, new: Arc<K>| {
+                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
+                        return;
+                    }
+                    let resync = Arc::ptr_eq(&old, &new);
+                    let priority = if resync { Priority::LOW } else { Priority::default() };
+                    on_update.add_with(ObjectKey::of(new.as_ref()), AddOptions::new().priority(priority));
+                })
+                .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
+        );
+
+        let mut wired: Vec<_> = self.triggers.into_iter().map(|t| t(factory, namespace, &queue)).collect();
+        let primary_synced = informer.clone();
+        wired.push(super::trigger::Wired {
+            synced: Box::new(move || primary_synced.has_synced()),
+            registration: Box::new(registration),
+        });
+
+        let ready = informer.clone();
+        manager.add_readiness_check(
+            format!("{name}-cache"),
+            Arc::new(move || if ready.has_synced() { Ok(()) } else { Err("cache not synced yet".into()) }),
+        );
+
+        let ctx = Context::new(name.clone(), manager.client(), informer.store(), Arc::clone(factory), namespace.map(str::to_owned));
+        let shared = Arc::new(Shared {
+            ctx,
+            reconciler: self.reconciler,
+            timeout: self.timeout,
+            finalizer: self.finalizer,
+            metrics: metrics.controller(&name, concurrency),
+        });
+        Box::new(Running { name, informer, queue, shared, concurrency, wired })
+    }
+}

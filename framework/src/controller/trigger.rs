@@ -1,0 +1,120 @@
+//! Turns changes of owned and watched kinds into keys of the controller's kind.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::api::ObjectMeta;
+
+use super::Watchable;
+use super::builder::is_namespaced;
+use crate::cache::ObjectKey;
+use crate::informer::{Factory, handler_fns};
+use crate::queue::WorkQueue;
+
+/// A trigger once wired to an informer: whether that informer has synced, and the handler
+/// registration, which must live as long as the controller.
+pub(crate) struct Wired {
+    pub(crate) synced: Box<dyn Fn() -> bool + Send + Sync>,
+    pub(crate) registration: Box<dyn Any + Send + Sync>,
+}
+
+/// Wires a trigger to the shared informer of its kind, feeding keys into the queue.
+pub(crate) type Trigger = Box<dyn FnOnce(&Factory, Option<&str>, &WorkQueue<ObjectKey>) -> Wired + Send>;
+
+/// Enqueues the controlling owner of kind `K` of every changed `C`.
+pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
+    Box::new(|factory, namespace, queue| {
+        let informer = C::informer(factory, namespace);
+        let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
+        wire(&informer, queue, move |c: &C| owners(c.meta()).into_iter().collect())
+    })
+}
+
+/// Enqueues what `mapper` names for every changed `W`.
+pub(crate) fn watch_trigger<W: Watchable>(mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Trigger {
+    Box::new(move |factory, namespace, queue| {
+        let informer = W::informer(factory, namespace);
+        wire(&informer, queue, mapper)
+    })
+}
+
+fn wire<C: Watchable>(
+    informer: &crate::informer::SharedInformer<C>,
+    queue: &WorkQueue<ObjectKey>,
+    keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+) -> Wired {
+    let keys = Arc::new(keys);
+    let (on_add, on_update, on_delete) = (Arc::clone(&keys), Arc::clone(&keys), keys);
+    let (q_add, q_update, q_delete) = (queue.clone(), queue.clone(), queue.clone());
+    let registration = informer.add_handler(
+        handler_fns()
+            .on_add(move |c: Arc<C>| on_add(&c).into_iter().for_each(|k| q_add.add(k)))
+            .on_update(move |old: Arc<C>, new: Arc<C>| {
+                let mut all = on_update(&old);
+                all.extend(on_update(&new));
+                all.into_iter().for_each(|k| q_update.add(k));
+            })
+            .on_delete(move |deleted| on_delete(deleted.object()).into_iter().for_each(|k| q_delete.add(k))),
+    );
+    let synced_informer = informer.clone();
+    Wired {
+        synced: Box::new(move || synced_informer.has_synced()),
+        registration: Box::new(registration),
+    }
+}
+
+/// The key of the ownerReference with `controller: true` whose kind and group are `K`'s.
+pub(crate) fn controller_owner<K: Resource<DynamicType = ()>>(meta: &ObjectMeta) -> Option<ObjectKey> {
+    let kind = K::kind(&());
+    let group = K::group(&());
+    let owner = meta.owner_references.as_ref()?.iter().find(|r| {
+        r.controller == Some(true) && r.kind == kind && r.api_version.rsplit_once('/').map_or("", |(g, _)| g) == group
+    })?;
+    let namespace = if is_namespaced::<K>() { meta.namespace.as_deref() } else { None };
+    Some(ObjectKey::new(namespace, &owner.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn owned_by(refs: Vec<(&str, &str, &str, bool)>) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some("prod".into()),
+            owner_references: Some(
+                refs.into_iter()
+                    .map(|(api_version, kind, name, controller)| OwnerReference {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        name: name.into(),
+                        uid: "u".into(),
+                        controller: Some(controller),
+                        ..OwnerReference::default()
+                    })
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn only_the_controlling_owner_of_the_right_kind_and_group_is_enqueued() {
+        let meta = owned_by(vec![
+            ("apps/v1", "Deployment", "not-controller", false),
+            ("other.io/v1", "Deployment", "wrong-group", true),
+            ("apps/v1", "Deployment", "web", true),
+        ]);
+        assert_eq!(controller_owner::<Deployment>(&meta), Some(ObjectKey::new(Some("prod"), "web")));
+    }
+
+    #[test]
+    fn a_cluster_scoped_owner_has_no_namespace_and_the_core_group_is_empty() {
+        let meta = owned_by(vec![("v1", "Namespace", "team-a", true)]);
+        assert_eq!(controller_owner::<Namespace>(&meta), Some(ObjectKey::new(None, "team-a")));
+    }
+}

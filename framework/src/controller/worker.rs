@@ -1,0 +1,178 @@
+//! Runs a controller: waits for its caches, then N workers take keys and reconcile them.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use kube::Resource;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::erased::{ErasedReconciler, Failure};
+use super::finalizer;
+use super::trigger::Wired;
+use super::{Action, Context, ErrorAction, Watchable};
+use crate::cache::ObjectKey;
+use crate::informer::SharedInformer;
+use crate::manager::{BoxError, Runnable};
+use crate::metrics::ControllerMetrics;
+use crate::metrics::controller::Outcome;
+use crate::queue::WorkQueue;
+
+/// A controller wired to its informers and queue, ready to run.
+pub(crate) struct Running<K> {
+    pub(crate) name: String,
+    pub(crate) informer: SharedInformer<K>,
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) shared: Arc<Shared<K>>,
+    pub(crate) concurrency: u16,
+    pub(crate) wired: Vec<Wired>,
+}
+
+/// What every worker of one controller uses.
+pub(crate) struct Shared<K> {
+    pub(crate) ctx: Context<K>,
+    pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) finalizer: Option<String>,
+    pub(crate) metrics: ControllerMetrics,
+}
+
+impl<K: Watchable> Runnable for Running<K> {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn run(self: Box<Self>, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move {
+            let Running { name, informer, queue, shared, concurrency, wired } = *self;
+            tokio::select! {
+                synced = wait_for_caches(&informer, &wired) => synced?,
+                () = shutdown.cancelled() => return Ok(()),
+            }
+            tracing::info!(controller = %name, workers = concurrency, "starting workers");
+            let mut workers = JoinSet::new();
+            for _ in 0..concurrency {
+                workers.spawn(work(queue.clone(), Arc::clone(&shared), shutdown.clone()));
+            }
+            shutdown.cancelled().await;
+            queue.shutdown();
+            while workers.join_next().await.is_some() {}
+            drop(wired);
+            tracing::info!(controller = %name, "workers stopped");
+            Ok(())
+        })
+    }
+}
+
+async fn wait_for_caches<K: Watchable>(informer: &SharedInformer<K>, wired: &[Wired]) -> Result<(), BoxError> {
+    informer.wait_for_sync().await?;
+    while !wired.iter().all(|w| (w.synced)()) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// One worker: takes keys until shutdown; a key it took is always finished.
+async fn work<K: Watchable>(queue: WorkQueue<ObjectKey>, shared: Arc<Shared<K>>, shutdown: CancellationToken) {
+    loop {
+        let key = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            key = queue.get() => match key {
+                Some(key) => key,
+                None => return,
+            },
+        };
+        process(&queue, &shared, &key).await;
+        queue.done(&key);
+    }
+}
+
+async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>, key: &ObjectKey) {
+    let Some(obj) = shared.ctx.get(key) else {
+        // Deleted: nothing to reconcile, and its failures are history.
+        queue.forget(key);
+        return;
+    };
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = shared.ctx.name(),
+        namespace = key.namespace().unwrap_or_default(),
+        name = key.name(),
+    );
+    shared.metrics.started();
+    let started = tokio::time::Instant::now();
+    let outcome = AssertUnwindSafe(reconcile(shared, obj)).catch_unwind().instrument(span.clone()).await;
+    let _entered = span.enter();
+    let counted = match outcome {
+        Ok(Ok(action)) => {
+            queue.forget(key);
+            match action.requeue_after() {
+                Some(delay) => {
+                    queue.add_after(key.clone(), delay);
+                    Outcome::RequeueAfter
+                }
+                None => Outcome::Success,
+            }
+        }
+        Ok(Err(failure)) => {
+            tracing::warn!(error = %failure.error, "reconcile failed");
+            match failure.action {
+                ErrorAction::Retry => queue.add_rate_limited(key.clone()),
+                ErrorAction::RetryAfter(delay) => queue.add_after(key.clone(), delay),
+                ErrorAction::Terminal => queue.forget(key),
+            }
+            Outcome::Error { terminal: failure.action == ErrorAction::Terminal }
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(ToString::to_string)
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %message, "reconcile panicked; retrying with backoff");
+            queue.add_rate_limited(key.clone());
+            Outcome::Panic
+        }
+    };
+    shared.metrics.finished(counted, started.elapsed());
+}
+
+/// Runs the finalizer steps and the user's reconcile (or cleanup), within the timeout.
+async fn reconcile<K: Watchable>(shared: &Shared<K>, obj: Arc<K>) -> Result<Action, Failure> {
+    let run = async {
+        let client = shared.ctx.client();
+        let Some(finalizer) = &shared.finalizer else {
+            return shared.reconciler.reconcile(obj, &shared.ctx).await;
+        };
+        let has_finalizer = finalizer::has(obj.meta(), finalizer);
+        if obj.meta().deletion_timestamp.is_some() {
+            if !has_finalizer {
+                return Ok(Action::await_change());
+            }
+            shared.reconciler.cleanup(Arc::clone(&obj), &shared.ctx).await?;
+            finalizer::remove(&client, obj.as_ref(), finalizer).await.map_err(retry)?;
+            return Ok(Action::await_change());
+        }
+        let obj = if has_finalizer {
+            obj
+        } else {
+            Arc::new(finalizer::add(&client, obj.as_ref(), finalizer).await.map_err(retry)?)
+        };
+        shared.reconciler.reconcile(obj, &shared.ctx).await
+    };
+    match shared.timeout {
+        None => run.await,
+        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+            Err(Failure { error: format!("reconcile timed out after {limit:?}").into(), action: ErrorAction::Retry })
+        }),
+    }
+}
+
+fn retry(error: kube::Error) -> Failure {
+    Failure { error: Box::new(error), action: ErrorAction::Retry }
+}
