@@ -1,0 +1,409 @@
+//! [`WorkQueue`]: the lock, the waking of workers, and the public API over [`Core`].
+
+use std::fmt;
+use std::hash::Hash;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::core::{Clock, Core, Pop, Wake};
+use super::hooks::{NoopHooks, QueueHooks};
+use super::priority::Priority;
+use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+
+/// How long a ready key waits before aging lets it past higher priorities, by default.
+pub const DEFAULT_AGING: Duration = Duration::from_secs(10);
+
+/// How to add a key: its priority, a delay, and whether the rate limiter picks the delay.
+///
+/// ```
+/// use std::time::Duration;
+/// use kubeward::queue::{AddOptions, Priority, WorkQueue};
+///
+/// # async fn demo() {
+/// let queue = WorkQueue::new();
+/// queue.add_with("default/web", AddOptions::new().priority(Priority::LOW));
+/// queue.add_with("default/db", AddOptions::new().after(Duration::from_secs(5)));
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AddOptions {
+    /// The priority to wait at; a key already waiting keeps the higher of its two priorities.
+    pub priority: Priority,
+    /// How long until the key is ready (zero: now). A key already waiting keeps the earlier of
+    /// its two ready times.
+    pub after: Duration,
+    /// Ask the rate limiter for the delay (and count a retry). With `after` set as well, the
+    /// shorter of the two delays is used, as in controller-runtime.
+    pub rate_limited: bool,
+}
+
+impl AddOptions {
+    /// Normal priority, no delay, not rate limited.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the priority.
+    #[must_use]
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the delay.
+    #[must_use]
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.after = delay;
+        self
+    }
+
+    /// Lets the rate limiter choose the delay.
+    #[must_use]
+    pub fn rate_limited(mut self) -> Self {
+        self.rate_limited = true;
+        self
+    }
+}
+
+/// Configures a [`WorkQueue`]; start from [`WorkQueue::builder`].
+pub struct Builder<T> {
+    limiter: Option<Box<dyn RateLimiter<T>>>,
+    hooks: Arc<dyn QueueHooks>,
+    aging: Option<Duration>,
+}
+
+impl<T> fmt::Debug for Builder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("custom_rate_limiter", &self.limiter.is_some())
+            .field("hooks", &self.hooks)
+            .field("aging", &self.aging)
+            .finish()
+    }
+}
+
+impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
+    /// The rate limiter behind [`WorkQueue::add_rate_limited`] (default:
+    /// [`default_controller_rate_limiter`]).
+    #[must_use]
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<T> + 'static) -> Self {
+        self.limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// Where the queue reports its measurements (default: [`NoopHooks`]).
+    #[must_use]
+    pub fn hooks(mut self, hooks: Arc<dyn QueueHooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// A key ready for `after` is overdue and goes ahead of higher priorities every other turn
+    /// (default [`DEFAULT_AGING`]; see [the module docs](crate::queue#priorities-and-aging)).
+    #[must_use]
+    pub fn aging(mut self, after: Duration) -> Self {
+        self.aging = Some(after);
+        self
+    }
+
+    /// Strict priorities, no aging: a lower priority waits as long as higher ones keep coming
+    /// (controller-runtime's behaviour, which can starve it).
+    #[must_use]
+    pub fn strict_priority(mut self) -> Self {
+        self.aging = None;
+        self
+    }
+
+    /// Builds the queue.
+    #[must_use]
+    pub fn build(self) -> WorkQueue<T> {
+        let limiter = self
+            .limiter
+            .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
+        WorkQueue {
+            shared: Arc::new(Shared {
+                core: Mutex::new(Core::new(limiter, self.hooks, self.aging)),
+                wake: Notify::new(),
+                drained: Notify::new(),
+            }),
+        }
+    }
+}
+
+struct Shared<T> {
+    core: Mutex<Core<T>>,
+    /// Wakes workers sleeping in `get`.
+    wake: Notify,
+    /// Wakes `shutdown_with_drain`.
+    drained: Notify,
+}
+
+/// A work queue of keys: deduplicating, delaying, rate limiting and prioritising, for any number
+/// of workers. See [the module docs](crate::queue) for the semantics.
+///
+/// Cloning is cheap and gives another handle to the same queue.
+pub struct WorkQueue<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for WorkQueue<T> {
+    fn clone(&self) -> Self {
+        WorkQueue {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T> fmt::Debug for WorkQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: formatting must not block, nor deadlock inside a hook.
+        match self.shared.core.try_lock() {
+            Some(core) => f.debug_tuple("WorkQueue").field(&*core).finish(),
+            None => f.write_str("WorkQueue { <locked> }"),
+        }
+    }
+}
+
+impl<T: Hash + Eq + Clone + Send + 'static> Default for WorkQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Deregisters a sleeping `get` whose future is dropped while it waits.
+struct SleepGuard<'a, T> {
+    shared: &'a Shared<T>,
+    armed: bool,
+}
+
+impl<T> Drop for SleepGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut core = self.shared.core.lock();
+            core.sleepers -= 1;
+            core.woken = core.woken.min(core.sleepers);
+        }
+    }
+}
+
+impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
+    /// A queue with the default rate limiter, no hooks and [`DEFAULT_AGING`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Configures a queue.
+    #[must_use]
+    pub fn builder() -> Builder<T> {
+        Builder {
+            limiter: None,
+            hooks: Arc::new(NoopHooks),
+            aging: Some(DEFAULT_AGING),
+        }
+    }
+
+    /// Runs `change` under the lock, then wakes whom it asks for.
+    fn change<R>(&self, change: impl FnOnce(&mut Core<T>, &mut Clock) -> (R, Wake)) -> R {
+        let mut clock = Clock::default();
+        let (out, wake, drained) = {
+            let mut core = self.shared.core.lock();
+            let (out, wake) = change(&mut core, &mut clock);
+            let wake = match wake {
+                Wake::One if core.sleepers > core.woken => {
+                    core.woken += 1;
+                    Wake::One
+                }
+                Wake::One | Wake::None => Wake::None,
+                Wake::All => Wake::All,
+            };
+            (out, wake, core.is_drained())
+        };
+        match wake {
+            Wake::None => {}
+            Wake::One => self.shared.wake.notify_one(),
+            Wake::All => self.shared.wake.notify_waiters(),
+        }
+        if drained {
+            self.shared.drained.notify_waiters();
+        }
+        out
+    }
+
+    /// Adds `key`, ready now. A key already waiting is not added twice; a key being processed is
+    /// handed out again once it is [`done`](Self::done). Ignored after [`shutdown`](Self::shutdown).
+    pub fn add(&self, key: T) {
+        self.change(|core, clock| ((), core.add(key, Priority::NORMAL, Duration::ZERO, clock)));
+    }
+
+    /// Adds `key`, ready after `delay`. A key already waiting keeps the earlier ready time.
+    pub fn add_after(&self, key: T, delay: Duration) {
+        self.change(|core, clock| ((), core.add(key, Priority::NORMAL, delay, clock)));
+    }
+
+    /// Adds `key` after the delay the rate limiter gives it, counting a retry.
+    pub fn add_rate_limited(&self, key: T) {
+        self.change(|core, clock| ((), core.add_rate_limited(key, Priority::NORMAL, clock)));
+    }
+
+    /// Adds `key` with a priority, a delay, or a rate-limited delay.
+    pub fn add_with(&self, key: T, options: AddOptions) {
+        self.change(|core, clock| {
+            let wake = if options.rate_limited {
+                if options.after.is_zero() {
+                    core.add_rate_limited(key, options.priority, clock)
+                } else {
+                    core.add_rate_limited_at_most(key, options.priority, options.after, clock)
+                }
+            } else {
+                core.add(key, options.priority, options.after, clock)
+            };
+            ((), wake)
+        });
+    }
+
+    /// Waits for the next ready key and marks it as being processed: no other worker gets it
+    /// until you call [`done`](Self::done) with it. `None` once the queue is shut down and has
+    /// nothing left to hand out.
+    ///
+    /// Cancel safe: dropping the future before it completes loses no key.
+    pub async fn get(&self) -> Option<T> {
+        let shared = &*self.shared;
+        match shared.core.lock().pop(&mut Clock::default()) {
+            Pop::Key(key) => return Some(key),
+            Pop::Closed => return None,
+            Pop::Empty(_) => {}
+        }
+        // Slow path. Register for a wake-up *before* looking again, so that an add between the
+        // look and the wait cannot be missed (tokio's `Notified::enable`).
+        let mut woke: Option<bool> = None;
+        loop {
+            let mut notified = pin!(shared.wake.notified());
+            notified.as_mut().enable();
+            let deadline = {
+                let mut core = shared.core.lock();
+                if let Some(by_notify) = woke.take() {
+                    core.sleepers -= 1;
+                    if by_notify {
+                        core.woken = core.woken.saturating_sub(1);
+                    }
+                    core.woken = core.woken.min(core.sleepers);
+                }
+                match core.pop(&mut Clock::default()) {
+                    Pop::Key(key) => return Some(key),
+                    Pop::Closed => return None,
+                    Pop::Empty(deadline) => {
+                        core.sleepers += 1;
+                        deadline
+                    }
+                }
+            };
+            let mut guard = SleepGuard {
+                shared,
+                armed: true,
+            };
+            let by_notify = match deadline {
+                Some(at) => {
+                    tokio::select! {
+                        biased;
+                        () = notified.as_mut() => true,
+                        () = tokio::time::sleep_until(at) => false,
+                    }
+                }
+                None => {
+                    notified.as_mut().await;
+                    true
+                }
+            };
+            // No await from here to the next lock: the bookkeeping cannot be cancelled.
+            guard.armed = false;
+            woke = Some(by_notify);
+        }
+    }
+
+    /// Marks `key` as processed. If it was added while being processed, it becomes ready again
+    /// (or delayed, if it was added with a delay). A key that is not being processed is left
+    /// alone.
+    pub fn done(&self, key: &T) {
+        self.change(|core, clock| ((), core.done(key, clock)));
+    }
+
+    /// Forgets `key`'s failures in the rate limiter (call after processing it successfully). It
+    /// does not remove the key from the queue.
+    pub fn forget(&self, key: &T) {
+        self.shared.core.lock().forget(key);
+    }
+
+    /// How many times `key` was added rate-limited since it was last forgotten.
+    #[must_use]
+    pub fn num_requeues(&self, key: &T) -> u32 {
+        self.shared.core.lock().num_requeues(key)
+    }
+
+    /// The number of ready keys (delayed keys and keys being processed not included).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.shared.core.lock().len(&mut Clock::default())
+    }
+
+    /// Whether no key is ready.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of keys being processed.
+    #[must_use]
+    pub fn num_processing(&self) -> usize {
+        self.shared.core.lock().processing()
+    }
+
+    /// The number of keys waiting for their delay.
+    #[must_use]
+    pub fn num_delayed(&self) -> usize {
+        self.shared.core.lock().delayed()
+    }
+
+    /// Reports the unfinished work and the longest running processor to the hooks. client-go
+    /// does this every 500 ms; whoever owns the hooks calls it as often as they like.
+    pub fn update_unfinished_work(&self) {
+        self.shared.core.lock().update_unfinished_work(&mut Clock::default());
+    }
+
+    /// Stops the queue: adds are ignored from now on and delayed keys are dropped, but keys that
+    /// are ready, and keys being processed that were added again, are still handed out; then
+    /// [`get`](Self::get) returns `None`.
+    pub fn shutdown(&self) {
+        self.change(|core, clock| {
+            core.shutdown(clock);
+            ((), Wake::All)
+        });
+    }
+
+    /// [`shutdown`](Self::shutdown), then waits until the workers have processed every key that
+    /// was still ready or being processed. It only finishes if workers keep calling `get` and
+    /// `done`: put a timeout around it.
+    pub async fn shutdown_with_drain(&self) {
+        self.shutdown();
+        loop {
+            let mut drained = pin!(self.shared.drained.notified());
+            drained.as_mut().enable();
+            if self.shared.core.lock().is_drained() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    #[must_use]
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.core.lock().is_shutting_down()
+    }
+}
