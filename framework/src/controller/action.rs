@@ -22,12 +22,16 @@ pub struct Action {
 impl Action {
     /// Reconcile the object again after `delay`, even if nothing changes.
     pub const fn requeue(delay: Duration) -> Self {
-        Self { requeue_after: Some(delay) }
+        Self {
+            requeue_after: Some(delay),
+        }
     }
 
     /// Reconcile the object again only when it (or something it owns or watches) changes.
     pub const fn await_change() -> Self {
-        Self { requeue_after: None }
+        Self {
+            requeue_after: None,
+        }
     }
 
     /// The delay before the next reconcile, if one was asked for.

@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Resource;
-
 use super::erased::{ErasedReconciler, erase};
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
@@ -124,7 +122,10 @@ impl<K: Watchable> Controller<K> {
     }
 
     /// Reconciles the objects of `K` that `mapper` names whenever an object of `W` changes.
-    pub fn watches<W: Watchable>(mut self, mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Self {
+    pub fn watches<W: Watchable>(
+        mut self,
+        mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
         self.triggers.push(watch_trigger::<W>(mapper));
         self
     }
@@ -133,9 +134,4 @@ impl<K: Watchable> Controller<K> {
     pub(crate) fn default_name() -> String {
         K::kind(&()).to_ascii_lowercase()
     }
-}
-
-/// Whether `K` is namespaced, read from its resource URL.
-pub(crate) fn is_namespaced<K: Resource<DynamicType = ()>>() -> bool {
-    K::url_path(&(), Some("n")).contains("/namespaces/n/")
 }

@@ -27,24 +27,43 @@ struct Inner<K> {
 
 impl<K> Clone for Context<K> {
     fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
 impl<K> fmt::Debug for Context<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("name", &self.inner.name).finish_non_exhaustive()
+        f.debug_struct("Context")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
     }
 }
 
 impl<K: Resource<DynamicType = ()>> Context<K> {
-    pub(crate) fn new(name: String, client: Client, store: Store<K>, factory: Arc<Factory>, namespace: Option<String>) -> Self {
+    pub(crate) fn new(
+        name: String,
+        client: Client,
+        store: Store<K>,
+        factory: Arc<Factory>,
+        namespace: Option<String>,
+    ) -> Self {
         let reporter = Reporter {
             controller: name.clone(),
             instance: std::env::var("POD_NAME").ok(),
         };
         let recorder = Recorder::new(client.clone(), reporter);
-        Self { inner: Arc::new(Inner { name, client, store, factory, namespace, recorder }) }
+        Self {
+            inner: Arc::new(Inner {
+                name,
+                client,
+                store,
+                factory,
+                namespace,
+                recorder,
+            }),
+        }
     }
 
     /// The controller's name.

@@ -14,8 +14,16 @@ pub(crate) struct Failure {
 
 /// [`Reconciler`] without its associated error type, so a controller needs no type parameter for it.
 pub(crate) trait ErasedReconciler<K>: Send + Sync {
-    fn reconcile<'a>(&'a self, obj: Arc<K>, ctx: &'a Context<K>) -> BoxFuture<'a, Result<Action, Failure>>;
-    fn cleanup<'a>(&'a self, obj: Arc<K>, ctx: &'a Context<K>) -> BoxFuture<'a, Result<Action, Failure>>;
+    fn reconcile<'a>(
+        &'a self,
+        obj: Arc<K>,
+        ctx: &'a Context<K>,
+    ) -> BoxFuture<'a, Result<Action, Failure>>;
+    fn cleanup<'a>(
+        &'a self,
+        obj: Arc<K>,
+        ctx: &'a Context<K>,
+    ) -> BoxFuture<'a, Result<(), Failure>>;
 }
 
 struct Erased<R>(R);
@@ -33,14 +41,22 @@ where
     K: Send + Sync + 'static,
     R: Reconciler<K>,
 {
-    fn reconcile<'a>(&'a self, obj: Arc<K>, ctx: &'a Context<K>) -> BoxFuture<'a, Result<Action, Failure>> {
+    fn reconcile<'a>(
+        &'a self,
+        obj: Arc<K>,
+        ctx: &'a Context<K>,
+    ) -> BoxFuture<'a, Result<Action, Failure>> {
         Box::pin(async move {
             let result = self.0.reconcile(Arc::clone(&obj), ctx).await;
             result.map_err(|e| self.failure(&obj, e, ctx))
         })
     }
 
-    fn cleanup<'a>(&'a self, obj: Arc<K>, ctx: &'a Context<K>) -> BoxFuture<'a, Result<Action, Failure>> {
+    fn cleanup<'a>(
+        &'a self,
+        obj: Arc<K>,
+        ctx: &'a Context<K>,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
         Box::pin(async move {
             let result = self.0.cleanup(Arc::clone(&obj), ctx).await;
             result.map_err(|e| self.failure(&obj, e, ctx))
@@ -54,6 +70,9 @@ impl<R> Erased<R> {
         R: Reconciler<K>,
     {
         let action = self.0.error_policy(obj, &error, ctx);
-        Failure { error: Box::new(error), action }
+        Failure {
+            error: Box::new(error),
+            action,
+        }
     }
 }

@@ -26,12 +26,23 @@ pub(crate) async fn remove<K>(client: &Client, obj: &K, finalizer: &str) -> Resu
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
 {
-    let finalizers = obj.meta().finalizers.iter().flatten().filter(|f| *f != finalizer).cloned().collect();
+    let finalizers = obj
+        .meta()
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != finalizer)
+        .cloned()
+        .collect();
     patch_finalizers(client, obj, finalizers).await
 }
 
 /// A merge patch of the finalizer list; the resourceVersion in it is a precondition.
-async fn patch_finalizers<K>(client: &Client, obj: &K, finalizers: Vec<String>) -> Result<K, kube::Error>
+async fn patch_finalizers<K>(
+    client: &Client,
+    obj: &K,
+    finalizers: Vec<String>,
+) -> Result<K, kube::Error>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
 {

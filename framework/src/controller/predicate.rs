@@ -16,12 +16,16 @@ use kube::Resource;
 /// # let _ = relevant;
 /// ```
 pub struct Predicate<K> {
-    test: Arc<dyn Fn(&K, &K) -> bool + Send + Sync>,
+    test: Test<K>,
 }
+
+type Test<K> = Arc<dyn Fn(&K, &K) -> bool + Send + Sync>;
 
 impl<K> Clone for Predicate<K> {
     fn clone(&self) -> Self {
-        Self { test: Arc::clone(&self.test) }
+        Self {
+            test: Arc::clone(&self.test),
+        }
     }
 }
 
@@ -34,17 +38,21 @@ impl<K> fmt::Debug for Predicate<K> {
 impl<K: Resource + 'static> Predicate<K> {
     /// A predicate from a function of the old and new state.
     pub fn new(test: impl Fn(&K, &K) -> bool + Send + Sync + 'static) -> Self {
-        Self { test: Arc::new(test) }
+        Self {
+            test: Arc::new(test),
+        }
     }
 
     /// Passes when `metadata.generation` changed, i.e. the spec changed (status-only writes and
     /// resyncs are filtered out). Objects without a generation always pass.
     #[must_use]
     pub fn generation_changed() -> Self {
-        Self::new(|old, new| match (old.meta().generation, new.meta().generation) {
-            (Some(a), Some(b)) => a != b,
-            _ => true,
-        })
+        Self::new(
+            |old, new| match (old.meta().generation, new.meta().generation) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            },
+        )
     }
 
     /// Passes when the labels changed.
@@ -77,16 +85,19 @@ impl<K: Resource + 'static> Predicate<K> {
         Self::new(move |old, new| (self.test)(old, new) || (other.test)(old, new))
     }
 
-    /// Passes when this one does not.
-    #[must_use]
-    pub fn not(self) -> Self {
-        Self::new(move |old, new| !(self.test)(old, new))
-    }
-
     /// Whether the update from `old` to `new` passes.
     #[must_use]
     pub fn test(&self, old: &K, new: &K) -> bool {
         (self.test)(old, new)
+    }
+}
+
+impl<K: Resource + 'static> std::ops::Not for Predicate<K> {
+    type Output = Self;
+
+    /// Passes when this one does not.
+    fn not(self) -> Self {
+        Self::new(move |old, new| !(self.test)(old, new))
     }
 }
 
@@ -116,13 +127,14 @@ mod tests {
     }
 
     #[test]
-    fn predicates_combine_with_and_or_not() {
-        let gen_or_labels = Predicate::<ConfigMap>::generation_changed().or(Predicate::labels_changed());
+    fn predicates_combine_with_and_or_and_negation() {
+        let gen_or_labels =
+            Predicate::<ConfigMap>::generation_changed().or(Predicate::labels_changed());
         assert!(gen_or_labels.test(&cm(1, "a"), &cm(1, "b")));
         assert!(!gen_or_labels.test(&cm(1, "a"), &cm(1, "a")));
         let both = Predicate::<ConfigMap>::generation_changed().and(Predicate::labels_changed());
         assert!(!both.test(&cm(1, "a"), &cm(2, "a")));
         assert!(both.test(&cm(1, "a"), &cm(2, "b")));
-        assert!(Predicate::<ConfigMap>::labels_changed().not().test(&cm(1, "a"), &cm(2, "a")));
+        assert!((!Predicate::<ConfigMap>::labels_changed()).test(&cm(1, "a"), &cm(2, "a")));
     }
 }

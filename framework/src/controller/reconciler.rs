@@ -36,7 +36,11 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     ///
     /// # Errors
     /// Any error: the controller logs it, counts it, and asks [`Self::error_policy`] what next.
-    fn reconcile(&self, obj: Arc<K>, ctx: &Context<K>) -> impl Future<Output = Result<Action, Self::Error>> + Send;
+    fn reconcile(
+        &self,
+        obj: Arc<K>,
+        ctx: &Context<K>,
+    ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
 
     /// Cleans up after `obj`, which is being deleted while the controller's finalizer is still on
     /// it. The finalizer is removed when this succeeds; failures are retried with backoff.
@@ -44,9 +48,13 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     ///
     /// # Errors
     /// Any error: the cleanup is retried with backoff and the object stays.
-    fn cleanup(&self, obj: Arc<K>, ctx: &Context<K>) -> impl Future<Output = Result<Action, Self::Error>> + Send {
+    fn cleanup(
+        &self,
+        obj: Arc<K>,
+        ctx: &Context<K>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         let _ = (obj, ctx);
-        async { Ok(Action::await_change()) }
+        async { Ok(()) }
     }
 
     /// What to do after `error`: by default, retry with the rate limiter.

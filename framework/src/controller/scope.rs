@@ -9,7 +9,12 @@ use serde::de::DeserializeOwned;
 use crate::informer::{Factory, SharedInformer};
 
 /// A kind that a controller can watch: namespaced or cluster-wide, known at compile time.
-pub trait Watchable: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
+pub trait Watchable:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// Whether objects of this kind live in namespaces.
+    const NAMESPACED: bool;
+
     /// The shared informer of this kind in `namespace` (all namespaces when `None`; always all
     /// for a cluster-scoped kind).
     fn informer(factory: &Factory, namespace: Option<&str>) -> SharedInformer<Self>;
@@ -17,16 +22,33 @@ pub trait Watchable: Resource<DynamicType = ()> + Clone + DeserializeOwned + Deb
 
 /// Dispatches [`Watchable::informer`] on the kind's scope.
 pub trait WatchScope {
+    /// Whether objects of this scope live in namespaces.
+    const NAMESPACED: bool;
+
     /// See [`Watchable::informer`].
     fn informer<K>(factory: &Factory, namespace: Option<&str>) -> SharedInformer<K>
     where
-        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static;
+        K: Resource<Scope = Self, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static;
 }
 
 impl WatchScope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+
     fn informer<K>(factory: &Factory, namespace: Option<&str>) -> SharedInformer<K>
     where
-        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K: Resource<Scope = Self, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
     {
         match namespace {
             Some(ns) => factory.namespaced_informer(ns),
@@ -36,9 +58,17 @@ impl WatchScope for NamespaceResourceScope {
 }
 
 impl WatchScope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+
     fn informer<K>(factory: &Factory, _namespace: Option<&str>) -> SharedInformer<K>
     where
-        K: Resource<Scope = Self, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K: Resource<Scope = Self, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
     {
         factory.informer()
     }
@@ -49,6 +79,8 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
+    const NAMESPACED: bool = <K::Scope as WatchScope>::NAMESPACED;
+
     fn informer(factory: &Factory, namespace: Option<&str>) -> SharedInformer<Self> {
         <K::Scope as WatchScope>::informer(factory, namespace)
     }

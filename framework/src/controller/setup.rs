@@ -13,7 +13,9 @@ use super::{Context, Controller, Watchable};
 impl<K: Watchable> IntoRunnable for Controller<K> {
     fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
         let name = self.name.unwrap_or_else(Controller::<K>::default_name);
-        let concurrency = self.concurrency.unwrap_or(manager.config().default_concurrency());
+        let concurrency = self
+            .concurrency
+            .unwrap_or(manager.config().default_concurrency());
         let namespace = manager.config().watch_namespace();
         let factory = manager.factory();
         let metrics = manager.metrics();
@@ -32,34 +34,64 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             handler_fns()
                 .on_add(move |obj: Arc<K>| {
                     // Objects of the initial list wait behind live changes (with aging).
-                    let priority = if synced.has_synced() { Priority::default() } else { Priority::LOW };
-                    on_add.add_with(ObjectKey::of(obj.as_ref()), AddOptions::new().priority(priority));
+                    let priority = if synced.has_synced() {
+                        Priority::default()
+                    } else {
+                        Priority::LOW
+                    };
+                    on_add.add_with(
+                        ObjectKey::of(obj.as_ref()),
+                        AddOptions::new().priority(priority),
+                    );
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>| {
                     if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
                         return;
                     }
                     let resync = Arc::ptr_eq(&old, &new);
-                    let priority = if resync { Priority::LOW } else { Priority::default() };
-                    on_update.add_with(ObjectKey::of(new.as_ref()), AddOptions::new().priority(priority));
+                    let priority = if resync {
+                        Priority::LOW
+                    } else {
+                        Priority::default()
+                    };
+                    on_update.add_with(
+                        ObjectKey::of(new.as_ref()),
+                        AddOptions::new().priority(priority),
+                    );
                 })
                 .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
         );
 
-        let mut wired: Vec<_> = self.triggers.into_iter().map(|t| t(factory, namespace, &queue)).collect();
+        let mut wired: Vec<_> = self
+            .triggers
+            .into_iter()
+            .map(|t| t(factory, namespace, &queue))
+            .collect();
         let primary_synced = informer.clone();
         wired.push(super::trigger::Wired {
             synced: Box::new(move || primary_synced.has_synced()),
-            registration: Box::new(registration),
+            _registration: Box::new(registration),
         });
 
         let ready = informer.clone();
         manager.add_readiness_check(
             format!("{name}-cache"),
-            Arc::new(move || if ready.has_synced() { Ok(()) } else { Err("cache not synced yet".into()) }),
+            Arc::new(move || {
+                if ready.has_synced() {
+                    Ok(())
+                } else {
+                    Err("cache not synced yet".into())
+                }
+            }),
         );
 
-        let ctx = Context::new(name.clone(), manager.client(), informer.store(), Arc::clone(factory), namespace.map(str::to_owned));
+        let ctx = Context::new(
+            name.clone(),
+            manager.client(),
+            informer.store(),
+            Arc::clone(factory),
+            namespace.map(str::to_owned),
+        );
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,
@@ -67,6 +99,13 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             finalizer: self.finalizer,
             metrics: metrics.controller(&name, concurrency),
         });
-        Box::new(Running { name, informer, queue, shared, concurrency, wired })
+        Box::new(Running {
+            name,
+            informer,
+            queue,
+            shared,
+            concurrency,
+            wired,
+        })
     }
 }

@@ -3,11 +3,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use kube::Resource;
 use kube::api::ObjectMeta;
 
 use super::Watchable;
-use super::builder::is_namespaced;
 use crate::cache::ObjectKey;
 use crate::informer::{Factory, handler_fns};
 use crate::queue::WorkQueue;
@@ -16,23 +14,29 @@ use crate::queue::WorkQueue;
 /// registration, which must live as long as the controller.
 pub(crate) struct Wired {
     pub(crate) synced: Box<dyn Fn() -> bool + Send + Sync>,
-    pub(crate) registration: Box<dyn Any + Send + Sync>,
+    /// Held only to keep the handler registered; dropping it would remove the handler.
+    pub(crate) _registration: Box<dyn Any + Send + Sync>,
 }
 
 /// Wires a trigger to the shared informer of its kind, feeding keys into the queue.
-pub(crate) type Trigger = Box<dyn FnOnce(&Factory, Option<&str>, &WorkQueue<ObjectKey>) -> Wired + Send>;
+pub(crate) type Trigger =
+    Box<dyn FnOnce(&Factory, Option<&str>, &WorkQueue<ObjectKey>) -> Wired + Send>;
 
 /// Enqueues the controlling owner of kind `K` of every changed `C`.
 pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
     Box::new(|factory, namespace, queue| {
         let informer = C::informer(factory, namespace);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
-        wire(&informer, queue, move |c: &C| owners(c.meta()).into_iter().collect())
+        wire(&informer, queue, move |c: &C| {
+            owners(c.meta()).into_iter().collect()
+        })
     })
 }
 
 /// Enqueues what `mapper` names for every changed `W`.
-pub(crate) fn watch_trigger<W: Watchable>(mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Trigger {
+pub(crate) fn watch_trigger<W: Watchable>(
+    mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+) -> Trigger {
     Box::new(move |factory, namespace, queue| {
         let informer = W::informer(factory, namespace);
         wire(&informer, queue, mapper)
@@ -49,29 +53,43 @@ fn wire<C: Watchable>(
     let (q_add, q_update, q_delete) = (queue.clone(), queue.clone(), queue.clone());
     let registration = informer.add_handler(
         handler_fns()
-            .on_add(move |c: Arc<C>| on_add(&c).into_iter().for_each(|k| q_add.add(k)))
-            .on_update(move |old: Arc<C>, new: Arc<C>| {
-                let mut all = on_update(&old);
-                all.extend(on_update(&new));
-                all.into_iter().for_each(|k| q_update.add(k));
+            .on_add(move |c: Arc<C>| {
+                for key in on_add(&c) {
+                    q_add.add(key);
+                }
             })
-            .on_delete(move |deleted| on_delete(deleted.object()).into_iter().for_each(|k| q_delete.add(k))),
+            .on_update(move |old: Arc<C>, new: Arc<C>| {
+                for key in on_update(&old).into_iter().chain(on_update(&new)) {
+                    q_update.add(key);
+                }
+            })
+            .on_delete(move |deleted| {
+                for key in on_delete(deleted.object()) {
+                    q_delete.add(key);
+                }
+            }),
     );
     let synced_informer = informer.clone();
     Wired {
         synced: Box::new(move || synced_informer.has_synced()),
-        registration: Box::new(registration),
+        _registration: Box::new(registration),
     }
 }
 
 /// The key of the ownerReference with `controller: true` whose kind and group are `K`'s.
-pub(crate) fn controller_owner<K: Resource<DynamicType = ()>>(meta: &ObjectMeta) -> Option<ObjectKey> {
+pub(crate) fn controller_owner<K: Watchable>(meta: &ObjectMeta) -> Option<ObjectKey> {
     let kind = K::kind(&());
     let group = K::group(&());
     let owner = meta.owner_references.as_ref()?.iter().find(|r| {
-        r.controller == Some(true) && r.kind == kind && r.api_version.rsplit_once('/').map_or("", |(g, _)| g) == group
+        r.controller == Some(true)
+            && r.kind == kind
+            && r.api_version.rsplit_once('/').map_or("", |(g, _)| g) == group
     })?;
-    let namespace = if is_namespaced::<K>() { meta.namespace.as_deref() } else { None };
+    let namespace = if K::NAMESPACED {
+        meta.namespace.as_deref()
+    } else {
+        None
+    };
     Some(ObjectKey::new(namespace, &owner.name))
 }
 
@@ -109,12 +127,18 @@ mod tests {
             ("other.io/v1", "Deployment", "wrong-group", true),
             ("apps/v1", "Deployment", "web", true),
         ]);
-        assert_eq!(controller_owner::<Deployment>(&meta), Some(ObjectKey::new(Some("prod"), "web")));
+        assert_eq!(
+            controller_owner::<Deployment>(&meta),
+            Some(ObjectKey::new(Some("prod"), "web"))
+        );
     }
 
     #[test]
     fn a_cluster_scoped_owner_has_no_namespace_and_the_core_group_is_empty() {
         let meta = owned_by(vec![("v1", "Namespace", "team-a", true)]);
-        assert_eq!(controller_owner::<Namespace>(&meta), Some(ObjectKey::new(None, "team-a")));
+        assert_eq!(
+            controller_owner::<Namespace>(&meta),
+            Some(ObjectKey::new(None, "team-a"))
+        );
     }
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use kube::Resource;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -18,8 +17,7 @@ use super::{Action, Context, ErrorAction, Watchable};
 use crate::cache::ObjectKey;
 use crate::informer::SharedInformer;
 use crate::manager::{BoxError, Runnable};
-use crate::metrics::ControllerMetrics;
-use crate::metrics::controller::Outcome;
+use crate::metrics::{ControllerMetrics, Outcome};
 use crate::queue::WorkQueue;
 
 /// A controller wired to its informers and queue, ready to run.
@@ -46,9 +44,19 @@ impl<K: Watchable> Runnable for Running<K> {
         self.name.clone()
     }
 
-    fn run(self: Box<Self>, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin(async move {
-            let Running { name, informer, queue, shared, concurrency, wired } = *self;
+            let Running {
+                name,
+                informer,
+                queue,
+                shared,
+                concurrency,
+                wired,
+            } = *self;
             tokio::select! {
                 synced = wait_for_caches(&informer, &wired) => synced?,
                 () = shutdown.cancelled() => return Ok(()),
@@ -68,7 +76,10 @@ impl<K: Watchable> Runnable for Running<K> {
     }
 }
 
-async fn wait_for_caches<K: Watchable>(informer: &SharedInformer<K>, wired: &[Wired]) -> Result<(), BoxError> {
+async fn wait_for_caches<K: Watchable>(
+    informer: &SharedInformer<K>,
+    wired: &[Wired],
+) -> Result<(), BoxError> {
     informer.wait_for_sync().await?;
     while !wired.iter().all(|w| (w.synced)()) {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -77,7 +88,11 @@ async fn wait_for_caches<K: Watchable>(informer: &SharedInformer<K>, wired: &[Wi
 }
 
 /// One worker: takes keys until shutdown; a key it took is always finished.
-async fn work<K: Watchable>(queue: WorkQueue<ObjectKey>, shared: Arc<Shared<K>>, shutdown: CancellationToken) {
+async fn work<K: Watchable>(
+    queue: WorkQueue<ObjectKey>,
+    shared: Arc<Shared<K>>,
+    shutdown: CancellationToken,
+) {
     loop {
         let key = tokio::select! {
             biased;
@@ -106,7 +121,10 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
     );
     shared.metrics.started();
     let started = tokio::time::Instant::now();
-    let outcome = AssertUnwindSafe(reconcile(shared, obj)).catch_unwind().instrument(span.clone()).await;
+    let outcome = AssertUnwindSafe(reconcile(shared, obj))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
     let _entered = span.enter();
     let counted = match outcome {
         Ok(Ok(action)) => {
@@ -126,7 +144,9 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
                 ErrorAction::RetryAfter(delay) => queue.add_after(key.clone(), delay),
                 ErrorAction::Terminal => queue.forget(key),
             }
-            Outcome::Error { terminal: failure.action == ErrorAction::Terminal }
+            Outcome::Error {
+                terminal: failure.action == ErrorAction::Terminal,
+            }
         }
         Err(panic) => {
             let message = panic
@@ -154,25 +174,40 @@ async fn reconcile<K: Watchable>(shared: &Shared<K>, obj: Arc<K>) -> Result<Acti
             if !has_finalizer {
                 return Ok(Action::await_change());
             }
-            shared.reconciler.cleanup(Arc::clone(&obj), &shared.ctx).await?;
-            finalizer::remove(&client, obj.as_ref(), finalizer).await.map_err(retry)?;
+            shared
+                .reconciler
+                .cleanup(Arc::clone(&obj), &shared.ctx)
+                .await?;
+            finalizer::remove(&client, obj.as_ref(), finalizer)
+                .await
+                .map_err(retry)?;
             return Ok(Action::await_change());
         }
         let obj = if has_finalizer {
             obj
         } else {
-            Arc::new(finalizer::add(&client, obj.as_ref(), finalizer).await.map_err(retry)?)
+            Arc::new(
+                finalizer::add(&client, obj.as_ref(), finalizer)
+                    .await
+                    .map_err(retry)?,
+            )
         };
         shared.reconciler.reconcile(obj, &shared.ctx).await
     };
     match shared.timeout {
         None => run.await,
         Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
-            Err(Failure { error: format!("reconcile timed out after {limit:?}").into(), action: ErrorAction::Retry })
+            Err(Failure {
+                error: format!("reconcile timed out after {limit:?}").into(),
+                action: ErrorAction::Retry,
+            })
         }),
     }
 }
 
 fn retry(error: kube::Error) -> Failure {
-    Failure { error: Box::new(error), action: ErrorAction::Retry }
+    Failure {
+        error: Box::new(error),
+        action: ErrorAction::Retry,
+    }
 }

@@ -118,12 +118,17 @@ impl std::fmt::Debug for Manager {
     }
 }
 
+/// The framework's families, in a registry that holds nothing else yet.
+fn register_metrics(registry: &Registry) -> Metrics {
+    Metrics::new(registry).expect("a new registry holds no family yet, so none can clash")
+}
+
 impl Manager {
     /// A manager for `client`.
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
         let registry = Registry::new();
-        let metrics = Metrics::new(&registry).expect("a new registry holds no family yet, so none can clash");
+        let metrics = register_metrics(&registry);
         Self {
             factory: Arc::new(Factory::new(client.clone())),
             client,

@@ -52,7 +52,10 @@ impl ControllerMetrics {
             time: metrics.reconcile_time.with_label_values(&[name]),
             active_workers: metrics.active_workers.with_label_values(&[name]),
         };
-        metrics.max_concurrent.with_label_values(&[name]).set(i64::from(concurrency));
+        metrics
+            .max_concurrent
+            .with_label_values(&[name])
+            .set(i64::from(concurrency));
         this
     }
 
