@@ -1,1 +1,3 @@
-//! Runnable kubeward programs; each lives in `src/bin/`.
+//! Runnable kubeward programs (in `src/bin/`) and the example operator they share.
+
+pub mod configmap_generator;

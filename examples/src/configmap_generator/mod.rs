@@ -1,0 +1,11 @@
+//! The example operator: a `ConfigMapGenerator` custom resource produces a ConfigMap.
+//!
+//! Its reconciler server-side-applies the owned ConfigMap, records the outcome in status
+//! conditions, emits Events, and deletes the ConfigMap through a finalizer when the generator is
+//! deleted.
+
+mod crd;
+mod reconciler;
+
+pub use crd::{ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus, Condition};
+pub use reconciler::{FINALIZER, Generator, MANAGER, controller, generated_name};

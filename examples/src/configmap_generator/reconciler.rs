@@ -1,0 +1,121 @@
+//! Reconciles a `ConfigMapGenerator`: applies its ConfigMap, writes status, emits Events.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use kubeward::controller::{Action, Context, Controller, Reconciler};
+use serde_json::json;
+
+use super::{Condition, ConfigMapGenerator, ConfigMapGeneratorStatus};
+
+/// The finalizer the operator puts on every generator.
+pub const FINALIZER: &str = "demo.kubeward.dev/cleanup";
+/// The field manager of the operator's server-side applies.
+pub const MANAGER: &str = "configmap-generator";
+
+/// The reconciler. It holds nothing: the client comes from the [`Context`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Generator;
+
+// ANCHOR: controller
+/// The controller, built without the derive: it owns ConfigMaps and has a finalizer.
+#[must_use]
+pub fn controller() -> Controller<ConfigMapGenerator> {
+    Controller::new(Generator)
+        .name("configmap-generator")
+        .owns::<ConfigMap>()
+        .finalizer(FINALIZER)
+}
+// ANCHOR_END: controller
+
+/// The name of the ConfigMap a generator produces.
+#[must_use]
+pub fn generated_name(generator: &ConfigMapGenerator) -> String {
+    format!("{}-generated", generator.name_any())
+}
+
+// ANCHOR: reconciler
+impl Reconciler<ConfigMapGenerator> for Generator {
+    type Error = kube::Error;
+
+    async fn reconcile(
+        &self,
+        generator: Arc<ConfigMapGenerator>,
+        ctx: &Context<ConfigMapGenerator>,
+    ) -> Result<Action, kube::Error> {
+        let namespace = generator.namespace().unwrap_or_default();
+        let name = generated_name(&generator);
+        let owner = generator.controller_owner_ref(&());
+        let wanted = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                owner_references: owner.map(|o| vec![o]),
+                ..ObjectMeta::default()
+            },
+            data: Some([("content".to_owned(), generator.spec.content.clone())].into()),
+            ..ConfigMap::default()
+        };
+        let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client(), &namespace);
+        let apply = PatchParams::apply(MANAGER).force();
+        configmaps.patch(&name, &apply, &Patch::Apply(&wanted)).await?;
+
+        let generation = generator.metadata.generation;
+        let already_reported = generator
+            .status
+            .as_ref()
+            .is_some_and(|s| s.observed_generation == generation && s.config_map.as_deref() == Some(&name));
+        if !already_reported {
+            let status = ConfigMapGeneratorStatus {
+                observed_generation: generation,
+                config_map: Some(name.clone()),
+                conditions: vec![Condition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    reason: "Generated".into(),
+                    message: format!("ConfigMap {name} holds the content"),
+                    observed_generation: generation,
+                }],
+            };
+            let generators: Api<ConfigMapGenerator> = Api::namespaced(ctx.client(), &namespace);
+            let patch = json!({ "status": status });
+            generators
+                .patch_status(&generator.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            let event = Event {
+                type_: EventType::Normal,
+                reason: "Generated".into(),
+                note: Some(format!("applied ConfigMap {name} for generation {}", generation.unwrap_or_default())),
+                action: "Apply".into(),
+                secondary: None,
+            };
+            ctx.publish_event(&generator, &event).await?;
+        }
+        Ok(Action::await_change())
+    }
+
+    async fn cleanup(
+        &self,
+        generator: Arc<ConfigMapGenerator>,
+        ctx: &Context<ConfigMapGenerator>,
+    ) -> Result<(), kube::Error> {
+        let namespace = generator.namespace().unwrap_or_default();
+        let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client(), &namespace);
+        match configmaps.delete(&generated_name(&generator), &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "Deleted".into(),
+            note: Some(format!("deleted ConfigMap {}", generated_name(&generator))),
+            action: "Cleanup".into(),
+            secondary: None,
+        };
+        ctx.publish_event(&generator, &event).await
+    }
+}
+// ANCHOR_END: reconciler
