@@ -4,5 +4,6 @@
 //! The framework grows issue by issue; the modules below are what has landed.
 #![doc(test(attr(deny(warnings))))]
 
+pub mod leader;
 #[cfg(feature = "testing")]
 pub mod testing;
