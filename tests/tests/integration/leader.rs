@@ -1,0 +1,559 @@
+//! Leader election on a real Lease: one leader at a time, fenced writes, fast handovers.
+//!
+//! Timings are short (lease 2 s, renew deadline 1.5 s, retry 0.3 s); every term is recorded
+//! by local monotonic time through the elector's hooks, and terms must never overlap.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use kubeward::leader::{Config, Error, LeaderElector, Leadership};
+use kubeward::testing::ControlPlane;
+use kubeward_tests::wait_for;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+const LEASE: Duration = Duration::from_secs(2);
+const DEADLINE: Duration = Duration::from_millis(1500);
+const RETRY: Duration = Duration::from_millis(300);
+const GRACE: Duration = Duration::from_millis(500);
+/// Added to computed bounds: the acquire jitter (up to 0.2 retry periods) and a few request
+/// round trips to kube-apiserver on a busy two-core machine.
+const SLACK: Duration = Duration::from_millis(500);
+const LEASE_NAME: &str = "election";
+const FENCE: &str = "fence";
+
+fn config() -> Config {
+    Config::default()
+        .lease_duration(LEASE)
+        .renew_deadline(DEADLINE)
+        .retry_period(RETRY)
+        .health_grace(GRACE)
+}
+
+/// One recorded term: who led, from when, until when (`None` while open).
+#[derive(Clone, Debug)]
+struct Recorded {
+    identity: Arc<str>,
+    started_at: Instant,
+    ended_at: Option<Instant>,
+}
+
+/// Every term of every candidate in a test, by local monotonic time.
+#[derive(Clone, Default)]
+struct Terms(Arc<Mutex<Vec<Recorded>>>);
+
+impl Terms {
+    fn all(&self) -> Vec<Recorded> {
+        self.0
+            .lock()
+            .expect("no panics while holding the lock")
+            .clone()
+    }
+
+    /// The terms of `identity`, in order.
+    fn of(&self, identity: &str) -> Vec<Recorded> {
+        self.all()
+            .into_iter()
+            .filter(|t| &*t.identity == identity)
+            .collect()
+    }
+
+    /// Closes terms left open by killed candidates: they end at their renew deadline.
+    fn close_killed(&self, killed: &Leadership) {
+        let Some(term) = killed.status().term else {
+            return;
+        };
+        let identity = killed.identity();
+        for recorded in self
+            .0
+            .lock()
+            .expect("no panics while holding the lock")
+            .iter_mut()
+        {
+            if recorded.identity == identity && recorded.started_at == term.started_at {
+                recorded.ended_at = Some(term.end());
+            }
+        }
+    }
+
+    /// Fails if two terms overlap or one is still open.
+    fn assert_no_overlap(&self) {
+        let terms = self.all();
+        for (i, a) in terms.iter().enumerate() {
+            let a_end = a
+                .ended_at
+                .unwrap_or_else(|| panic!("term still open: {a:?}"));
+            for b in &terms[i + 1..] {
+                let b_end = b
+                    .ended_at
+                    .unwrap_or_else(|| panic!("term still open: {b:?}"));
+                assert!(
+                    !(a.started_at < b_end && b.started_at < a_end),
+                    "terms overlap: {a:?} and {b:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Which counter value each candidate tried to write, and when the write began.
+#[derive(Clone, Default)]
+struct Attempts(Arc<Mutex<HashMap<(Arc<str>, u64), Instant>>>);
+
+/// One replica: an elector task and, optionally, a worker writing through the fence.
+struct Candidate {
+    identity: Arc<str>,
+    leadership: Leadership,
+    election: JoinHandle<()>,
+    stop: oneshot::Sender<()>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl Candidate {
+    fn start(client: Client, ns: &str, terms: &Terms) -> anyhow::Result<Self> {
+        let (started, stopped) = (terms.clone(), terms.clone());
+        let elector = LeaderElector::new(client, ns, LEASE_NAME, config())?;
+        let identity: Arc<str> = elector.identity().into();
+        let (start_id, stop_id) = (identity.clone(), identity.clone());
+        let elector = elector
+            .on_started_leading(move |term| {
+                started
+                    .0
+                    .lock()
+                    .expect("no panics while holding the lock")
+                    .push(Recorded {
+                        identity: start_id.clone(),
+                        started_at: term.started_at,
+                        ended_at: None,
+                    });
+            })
+            .on_stopped_leading(move |term| {
+                let mut terms = stopped.0.lock().expect("no panics while holding the lock");
+                if let Some(recorded) = terms
+                    .iter_mut()
+                    .find(|t| t.identity == stop_id && t.started_at == term.started_at)
+                {
+                    recorded.ended_at = Some(term.end());
+                }
+            });
+        let leadership = elector.leadership();
+        let (stop, on_stop) = oneshot::channel::<()>();
+        let election = tokio::spawn(elector.run(async {
+            on_stop.await.ok();
+        }));
+        Ok(Self {
+            identity,
+            leadership,
+            election,
+            stop,
+            worker: None,
+        })
+    }
+
+    fn with_fenced_worker(mut self, configmaps: Api<ConfigMap>, attempts: &Attempts) -> Self {
+        self.worker = Some(tokio::spawn(fenced_worker(
+            self.leadership.clone(),
+            configmaps,
+            attempts.clone(),
+        )));
+        self
+    }
+
+    /// Shuts down gracefully: the elector releases the Lease and returns.
+    async fn release(self) -> anyhow::Result<Leadership> {
+        self.stop.send(()).ok();
+        tokio::time::timeout(DEADLINE + SLACK, self.election)
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the elector did not return within the renew deadline after shutdown"
+                )
+            })??;
+        if let Some(worker) = self.worker {
+            tokio::time::timeout(DEADLINE + SLACK, worker)
+                .await
+                .map_err(|_| {
+                    anyhow::anyhow!("the worker did not stop after its elector stopped")
+                })??;
+        }
+        Ok(self.leadership)
+    }
+
+    /// Dies without releasing, like a killed process.
+    fn kill(self) -> Leadership {
+        self.election.abort();
+        if let Some(worker) = self.worker {
+            worker.abort();
+        }
+        self.leadership
+    }
+}
+
+/// While leading, increments the fence ConfigMap's counter under a resourceVersion
+/// precondition and appends its identity to the log.
+async fn fenced_worker(mut leadership: Leadership, configmaps: Api<ConfigMap>, attempts: Attempts) {
+    let identity = leadership.identity();
+    while leadership.leading().await.is_ok() {
+        while leadership.is_leader() {
+            if let Ok(mut fence) = configmaps.get(FENCE).await {
+                let data = fence.data.get_or_insert_with(Default::default);
+                let next = data
+                    .get("counter")
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .unwrap_or(0)
+                    + 1;
+                let log = data.entry("log".to_owned()).or_default();
+                log.push_str(&identity);
+                log.push(' ');
+                data.insert("counter".to_owned(), next.to_string());
+                if !leadership.is_leader() {
+                    break;
+                }
+                attempts
+                    .0
+                    .lock()
+                    .expect("no panics while holding the lock")
+                    .insert((identity.clone(), next), Instant::now());
+                // A conflict means someone else wrote in between: fine, that is the fence working.
+                let _ = configmaps
+                    .replace(FENCE, &PostParams::default(), &fence)
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn create_fence(configmaps: &Api<ConfigMap>) -> anyhow::Result<()> {
+    let fence = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(FENCE.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(
+            [
+                ("counter".to_owned(), "0".to_owned()),
+                ("log".to_owned(), String::new()),
+            ]
+            .into(),
+        ),
+        ..ConfigMap::default()
+    };
+    configmaps.create(&PostParams::default(), &fence).await?;
+    Ok(())
+}
+
+async fn fence_counter(configmaps: &Api<ConfigMap>) -> u64 {
+    let fence = configmaps.get(FENCE).await.ok();
+    fence
+        .and_then(|f| f.data?.get("counter")?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until exactly one of `candidates` leads; returns its index.
+async fn leader_among(
+    candidates: &[Candidate],
+    within: Duration,
+    what: &str,
+) -> anyhow::Result<usize> {
+    wait_for(within, what, || async {
+        let leading: Vec<usize> = (0..candidates.len())
+            .filter(|i| candidates[*i].leadership.is_leader())
+            .collect();
+        assert!(
+            leading.len() <= 1,
+            "two candidates lead at once: {leading:?}"
+        );
+        leading.first().copied()
+    })
+    .await
+}
+
+/// When `identity` started its first term, waiting for it to lead within `within`.
+async fn term_start(
+    terms: &Terms,
+    identity: &str,
+    within: Duration,
+    what: &str,
+) -> anyhow::Result<Instant> {
+    wait_for(within, what, || async {
+        terms.of(identity).first().map(|t| t.started_at)
+    })
+    .await
+}
+
+async fn lease(api: &Api<Lease>) -> anyhow::Result<(Option<String>, i32)> {
+    let spec = api.get(LEASE_NAME).await?.spec.unwrap_or_default();
+    Ok((
+        spec.holder_identity.filter(|h| !h.is_empty()),
+        spec.lease_transitions.unwrap_or(0),
+    ))
+}
+
+/// Counts, every 10 ms, how many of `all` believe they lead; returns the most seen at once.
+fn sample_leaders(all: Arc<Mutex<Vec<Leadership>>>) -> (oneshot::Sender<()>, JoinHandle<usize>) {
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let sampler = tokio::spawn(async move {
+        let mut most = 0;
+        loop {
+            let leading = all
+                .lock()
+                .expect("no panics while holding the lock")
+                .iter()
+                .filter(|l| l.is_leader())
+                .count();
+            most = most.max(leading);
+            tokio::select! {
+                _ = &mut stopped => return most,
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    });
+    (stop, sampler)
+}
+
+/// Waits until `leadership` has renewed at least once after taking the Lease.
+async fn renewed(leadership: &Leadership) -> anyhow::Result<()> {
+    wait_for(DEADLINE, "the leader to renew its Lease", || async {
+        let term = leadership.status().term?;
+        (term.renewed_at > term.started_at).then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_candidates_never_lead_at_once_and_their_fenced_writes_never_interleave()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("leader-fence").await?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    create_fence(&configmaps).await?;
+    let (terms, attempts) = (Terms::default(), Attempts::default());
+    let all = Arc::new(Mutex::new(Vec::new()));
+    let spawn = || -> anyhow::Result<Candidate> {
+        let candidate = Candidate::start(cp.client(), &ns, &terms)?
+            .with_fenced_worker(configmaps.clone(), &attempts);
+        all.lock()
+            .expect("no panics while holding the lock")
+            .push(candidate.leadership.clone());
+        Ok(candidate)
+    };
+    let mut candidates = vec![spawn()?, spawn()?, spawn()?];
+    let (stop_sampling, sampler) = sample_leaders(all.clone());
+
+    // Four handovers, alternately by release and by kill; a fresh candidate replaces each leader.
+    let mut killed = Vec::new();
+    for round in 0..4 {
+        let leader = leader_among(
+            &candidates,
+            Duration::from_secs(10),
+            "a leader among three candidates",
+        )
+        .await?;
+        let before = fence_counter(&configmaps).await;
+        wait_for(
+            Duration::from_secs(5),
+            "the leader's fenced writes",
+            || async { (fence_counter(&configmaps).await >= before + 3).then_some(()) },
+        )
+        .await?;
+        let old = candidates.swap_remove(leader);
+        if round % 2 == 0 {
+            old.release().await?;
+        } else {
+            killed.push(old.kill());
+        }
+        candidates.push(spawn()?);
+    }
+    leader_among(&candidates, Duration::from_secs(10), "a last leader").await?;
+    let before = fence_counter(&configmaps).await;
+    wait_for(
+        Duration::from_secs(5),
+        "the last leader's fenced writes",
+        || async { (fence_counter(&configmaps).await > before).then_some(()) },
+    )
+    .await?;
+    for candidate in candidates {
+        candidate.release().await?;
+    }
+    stop_sampling.send(()).ok();
+    assert_eq!(
+        sampler.await?,
+        1,
+        "at most one candidate believed it led at any sample"
+    );
+
+    for leadership in &killed {
+        terms.close_killed(leadership);
+    }
+    terms.assert_no_overlap();
+
+    // Every write in the fence's log began inside a term of its writer, in term order.
+    let fence = configmaps.get(FENCE).await?.data.unwrap_or_default();
+    let counter: usize = fence.get("counter").map_or(Ok(0), |c| c.parse())?;
+    let log: Vec<&str> = fence
+        .get("log")
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        counter,
+        log.len(),
+        "each increment appended exactly one entry"
+    );
+    let all_terms = terms.all();
+    let attempts = attempts
+        .0
+        .lock()
+        .expect("no panics while holding the lock")
+        .clone();
+    let mut previous_term: Option<Instant> = None;
+    for (index, writer) in log.iter().enumerate() {
+        let n = index as u64 + 1;
+        let began = attempts
+            .get(&(Arc::from(*writer), n))
+            .unwrap_or_else(|| panic!("write {n} by {writer} was never attempted"));
+        let term = all_terms
+            .iter()
+            .find(|t| {
+                &*t.identity == *writer && t.started_at <= *began && Some(*began) < t.ended_at
+            })
+            .unwrap_or_else(|| panic!("write {n} by {writer} began outside its terms"));
+        if let Some(previous) = previous_term {
+            assert!(
+                term.started_at >= previous,
+                "write {n} by {writer} interleaves with a later term"
+            );
+        }
+        previous_term = Some(term.started_at);
+    }
+    let writers: std::collections::HashSet<&str> = log.iter().copied().collect();
+    assert_eq!(
+        writers.len(),
+        5,
+        "five leaders wrote through the fence: {writers:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry_period()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("leader-kill").await?;
+    let terms = Terms::default();
+    let mut candidates = vec![
+        Candidate::start(cp.client(), &ns, &terms)?,
+        Candidate::start(cp.client(), &ns, &terms)?,
+    ];
+    let leader = leader_among(&candidates, Duration::from_secs(10), "a first leader").await?;
+    renewed(&candidates[leader].leadership).await?;
+    let killed_at = Instant::now();
+    let old = candidates.swap_remove(leader).kill();
+    let standby = candidates.pop().expect("two candidates");
+
+    let took_over = term_start(
+        &terms,
+        &standby.identity,
+        LEASE + RETRY + SLACK,
+        "the standby to take over",
+    )
+    .await?;
+    let old_term = old.status().term.expect("killed while leading");
+    assert!(
+        old_term.valid_until <= took_over,
+        "the killed leader's belief ({old_term:?}) outlasted the takeover at {took_over:?}"
+    );
+    assert!(
+        !old.is_leader(),
+        "a killed leader stops believing at its renew deadline"
+    );
+    assert!(
+        took_over - killed_at <= LEASE + RETRY + SLACK,
+        "took over {:?} after the kill",
+        took_over - killed_at
+    );
+    wait_for(
+        DEADLINE + GRACE + SLACK,
+        "the killed leader's health check to fail",
+        || async { matches!(old.healthy(), Err(Error::NotRenewed { .. })).then_some(()) },
+    )
+    .await?;
+    assert!(standby.leadership.healthy().is_ok());
+
+    let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
+    assert_eq!(
+        lease(&leases).await?,
+        (Some(standby.identity.to_string()), 1)
+    );
+    standby.release().await?;
+    terms.close_killed(&old);
+    terms.assert_no_overlap();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_lease_is_taken_by_a_standby_within_about_one_retry_period() -> anyhow::Result<()>
+{
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("leader-release").await?;
+    let terms = Terms::default();
+    let mut candidates = vec![
+        Candidate::start(cp.client(), &ns, &terms)?,
+        Candidate::start(cp.client(), &ns, &terms)?,
+    ];
+    let leader = leader_among(&candidates, Duration::from_secs(10), "a first leader").await?;
+    renewed(&candidates[leader].leadership).await?;
+    let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
+    let written = leases.get(LEASE_NAME).await?.spec.unwrap_or_default();
+    assert_eq!(written.lease_duration_seconds, Some(2));
+    let holder = written.holder_identity.unwrap_or_default();
+    assert_eq!(holder, *candidates[leader].identity);
+    assert!(
+        holder
+            .rsplit_once('_')
+            .is_some_and(|(host, suffix)| !host.is_empty() && suffix.len() == 16)
+    );
+
+    let old = candidates.swap_remove(leader);
+    let old_identity = old.identity.clone();
+    let released_at = Instant::now();
+    let old = old.release().await?;
+    assert!(!old.is_leader());
+    let standby = candidates.pop().expect("two candidates");
+    let took_over = term_start(
+        &terms,
+        &standby.identity,
+        RETRY.mul_f64(1.2) + SLACK,
+        "the standby to take the released Lease",
+    )
+    .await?;
+    assert!(
+        took_over - released_at <= RETRY.mul_f64(1.2) + SLACK,
+        "took over {:?} after the release began",
+        took_over - released_at
+    );
+    assert!(
+        terms.of(&old_identity)[0]
+            .ended_at
+            .is_some_and(|ended| ended <= took_over)
+    );
+    assert_eq!(
+        lease(&leases).await?,
+        (Some(standby.identity.to_string()), 1)
+    );
+
+    standby.release().await?;
+    assert_eq!(
+        lease(&leases).await?,
+        (None, 1),
+        "the last leader released the Lease"
+    );
+    terms.assert_no_overlap();
+    Ok(())
+}
