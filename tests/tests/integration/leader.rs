@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::leader::{Config, Error, LeaderElector, Leadership};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, TcpProxy};
 use kubeward_tests::wait_for;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -104,7 +104,10 @@ impl Terms {
 
 /// Which counter value each candidate tried to write, and when the write began.
 #[derive(Clone, Default)]
-struct Attempts(Arc<Mutex<HashMap<(Arc<str>, u64), Instant>>>);
+struct Attempts(Arc<Mutex<HashMap<Attempt, Instant>>>);
+
+/// A writer's identity and the counter value it tried to write.
+type Attempt = (Arc<str>, u64);
 
 /// One replica: an elector task and, optionally, a worker writing through the fence.
 struct Candidate {
@@ -195,7 +198,7 @@ impl Candidate {
     }
 }
 
-/// While leading, increments the fence ConfigMap's counter under a resourceVersion
+/// While leading, increments the fence `ConfigMap`'s counter under a resourceVersion
 /// precondition and appends its identity to the log.
 async fn fenced_worker(mut leadership: Leadership, configmaps: Api<ConfigMap>, attempts: Attempts) {
     let identity = leadership.identity();
@@ -394,7 +397,16 @@ async fn three_candidates_never_lead_at_once_and_their_fenced_writes_never_inter
     }
     terms.assert_no_overlap();
 
-    // Every write in the fence's log began inside a term of its writer, in term order.
+    assert_fenced_writes_follow_terms(&configmaps, &terms, &attempts).await
+}
+
+/// Checks that every write in the fence's log began inside a term of its writer, that the log
+/// follows the terms in order (no interleaving), and that five leaders wrote.
+async fn assert_fenced_writes_follow_terms(
+    configmaps: &Api<ConfigMap>,
+    terms: &Terms,
+    attempts: &Attempts,
+) -> anyhow::Result<()> {
     let fence = configmaps.get(FENCE).await?.data.unwrap_or_default();
     let counter: usize = fence.get("counter").map_or(Ok(0), |c| c.parse())?;
     let log: Vec<&str> = fence
@@ -556,4 +568,99 @@ async fn a_released_lease_is_taken_by_a_standby_within_about_one_retry_period() 
     );
     terms.assert_no_overlap();
     Ok(())
+}
+
+/// Cuts the leader off from kube-apiserver with `sever`; checks it stops leading by its renew
+/// deadline, before its Lease can expire, and that the standby takes over only after that.
+async fn a_leader_cut_off_by(prefix: &str, sever: fn(&TcpProxy)) -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace(prefix).await?;
+    let terms = Terms::default();
+    let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
+    let leader = Candidate::start(cp.client_through(&proxy), &ns, &terms)?;
+    leader_among(
+        std::slice::from_ref(&leader),
+        Duration::from_secs(10),
+        "the proxied candidate to lead",
+    )
+    .await?;
+    let standby = Candidate::start(cp.client(), &ns, &terms)?;
+    renewed(&leader.leadership).await?;
+    wait_for(
+        DEADLINE,
+        "the standby to see the leader hold the Lease",
+        || async {
+            (standby.leadership.status().holder.as_deref() == Some(&*leader.identity)).then_some(())
+        },
+    )
+    .await?;
+
+    let severed_at = Instant::now();
+    sever(&proxy);
+    let term = wait_for(
+        DEADLINE + SLACK,
+        "the cut-off leader to stop leading on its own",
+        || async {
+            let status = leader.leadership.status();
+            status.term.is_none().then_some(status.last_term).flatten()
+        },
+    )
+    .await?;
+    let ended = term.ended_at.expect("an ended term has an end");
+    assert!(
+        ended <= term.renewed_at + DEADLINE,
+        "led past its renew deadline: {term:?}"
+    );
+    assert!(
+        ended < term.renewed_at + LEASE,
+        "still led when its Lease could expire: {term:?}"
+    );
+    assert!(
+        ended - severed_at <= DEADLINE,
+        "stopped {:?} after the cut",
+        ended - severed_at
+    );
+    assert!(
+        leader.leadership.healthy().is_ok(),
+        "an elector that stepped down is healthy"
+    );
+
+    let took_over = term_start(
+        &terms,
+        &standby.identity,
+        LEASE + RETRY + SLACK,
+        "the standby to take over",
+    )
+    .await?;
+    assert!(
+        ended <= took_over,
+        "the standby took over at {took_over:?}, before the leader stopped at {ended:?}"
+    );
+
+    proxy.restore();
+    wait_for(
+        LEASE,
+        "the reconnected old leader to see the new holder",
+        || async {
+            (leader.leadership.status().holder.as_deref() == Some(&*standby.identity)).then_some(())
+        },
+    )
+    .await?;
+    assert!(!leader.leadership.is_leader());
+    leader.release().await?;
+    standby.release().await?;
+    terms.assert_no_overlap();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_connections_are_cut_stops_leading_before_its_lease_expires()
+-> anyhow::Result<()> {
+    a_leader_cut_off_by("leader-cut", TcpProxy::cut).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_connections_stall_stops_leading_before_its_lease_expires()
+-> anyhow::Result<()> {
+    a_leader_cut_off_by("leader-stall", TcpProxy::stall).await
 }
