@@ -391,6 +391,13 @@ async fn three_candidates_never_lead_at_once_and_their_fenced_writes_never_inter
         1,
         "at most one candidate believed it led at any sample"
     );
+    let (holder, transitions) = lease(&Api::namespaced(cp.client(), &ns)).await?;
+    assert_eq!(holder, None, "the last leader released the Lease");
+    let acquisitions = i32::try_from(terms.all().len())? - 1;
+    assert!(
+        (4..=acquisitions).contains(&transitions),
+        "{transitions} transitions for {acquisitions} acquisitions after the first"
+    );
 
     for leadership in &killed {
         terms.close_killed(leadership);
@@ -522,16 +529,6 @@ async fn a_released_lease_is_taken_by_a_standby_within_about_one_retry_period() 
     let leader = leader_among(&candidates, Duration::from_secs(10), "a first leader").await?;
     renewed(&candidates[leader].leadership).await?;
     let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
-    let written = leases.get(LEASE_NAME).await?.spec.unwrap_or_default();
-    assert_eq!(written.lease_duration_seconds, Some(2));
-    let holder = written.holder_identity.unwrap_or_default();
-    assert_eq!(holder, *candidates[leader].identity);
-    assert!(
-        holder
-            .rsplit_once('_')
-            .is_some_and(|(host, suffix)| !host.is_empty() && suffix.len() == 16)
-    );
-
     let old = candidates.swap_remove(leader);
     let old_identity = old.identity.clone();
     let released_at = Instant::now();
@@ -663,4 +660,61 @@ async fn a_leader_whose_connections_are_cut_stops_leading_before_its_lease_expir
 async fn a_leader_whose_connections_stall_stops_leading_before_its_lease_expires()
 -> anyhow::Result<()> {
     a_leader_cut_off_by("leader-stall", TcpProxy::stall).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_candidate_creates_the_lease_renews_it_every_retry_period_and_releases_it()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("leader-renew").await?;
+    let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
+    assert!(leases.get_opt(LEASE_NAME).await?.is_none());
+    let terms = Terms::default();
+    let candidate = Candidate::start(cp.client(), &ns, &terms)?;
+    leader_among(
+        std::slice::from_ref(&candidate),
+        Duration::from_secs(10),
+        "the lone candidate to lead",
+    )
+    .await?;
+
+    let created = leases.get(LEASE_NAME).await?.spec.unwrap_or_default();
+    assert_eq!(created.lease_duration_seconds, Some(2));
+    assert_eq!(created.lease_transitions, Some(0));
+    let holder = created.holder_identity.unwrap_or_default();
+    assert_eq!(holder, *candidate.identity);
+    let (host, suffix) = holder
+        .rsplit_once('_')
+        .expect("identity = host name + '_' + suffix");
+    assert!(!host.is_empty() && suffix.len() == 16, "{holder}");
+
+    // Ten retry periods of watching renewTime: about one renewal per retry period.
+    let mut renewals = std::collections::BTreeSet::new();
+    let watched = Instant::now();
+    while watched.elapsed() < RETRY * 10 {
+        let spec = leases.get(LEASE_NAME).await?.spec.unwrap_or_default();
+        renewals.insert(spec.renew_time.map(|t| t.0));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        (8..=12).contains(&renewals.len()),
+        "{} renewals in ten retry periods",
+        renewals.len()
+    );
+    assert!(
+        candidate.leadership.is_leader(),
+        "renewing keeps it leading"
+    );
+
+    let identity = candidate.identity.clone();
+    candidate.release().await?;
+    let released = leases.get(LEASE_NAME).await?.spec.unwrap_or_default();
+    assert_eq!(released.holder_identity.filter(|h| !h.is_empty()), None);
+    assert_eq!(
+        released.lease_transitions,
+        Some(0),
+        "a release is not a transition"
+    );
+    assert_eq!(terms.of(&identity).len(), 1, "one uninterrupted term");
+    Ok(())
 }
