@@ -492,6 +492,7 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry_perio
         !old.is_leader(),
         "a killed leader stops believing at its renew deadline"
     );
+    eprintln!("killed leader replaced after {:?}", took_over - killed_at);
     assert!(
         took_over - killed_at <= LEASE + RETRY + SLACK,
         "took over {:?} after the kill",
@@ -542,6 +543,7 @@ async fn a_released_lease_is_taken_by_a_standby_within_about_one_retry_period() 
         "the standby to take the released Lease",
     )
     .await?;
+    eprintln!("released Lease taken after {:?}", took_over - released_at);
     assert!(
         took_over - released_at <= RETRY.mul_f64(1.2) + SLACK,
         "took over {:?} after the release began",
@@ -612,6 +614,11 @@ async fn a_leader_cut_off_by(prefix: &str, sever: fn(&TcpProxy)) -> anyhow::Resu
         ended < term.renewed_at + LEASE,
         "still led when its Lease could expire: {term:?}"
     );
+    eprintln!(
+        "{prefix}: stepped down {:?} after the cut, {:?} before the Lease could expire",
+        ended - severed_at,
+        term.renewed_at + LEASE - ended
+    );
     assert!(
         ended - severed_at <= DEADLINE,
         "stopped {:?} after the cut",
@@ -629,6 +636,10 @@ async fn a_leader_cut_off_by(prefix: &str, sever: fn(&TcpProxy)) -> anyhow::Resu
         "the standby to take over",
     )
     .await?;
+    eprintln!(
+        "{prefix}: standby took over {:?} after the cut",
+        took_over - severed_at
+    );
     assert!(
         ended <= took_over,
         "the standby took over at {took_over:?}, before the leader stopped at {ended:?}"
