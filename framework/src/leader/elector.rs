@@ -137,7 +137,11 @@ impl LeaderElector {
     ///
     /// API errors never end the election: they are logged and the next attempt follows one
     /// retry period later. A leader that cannot renew within the renew deadline stops leading
-    /// (and competes again).
+    /// (and competes again). After `shutdown` it stops leading at once, then tries to release
+    /// for at most one renew deadline before returning.
+    ///
+    /// Aborting the task instead releases nothing: the term then ends at its renew deadline and
+    /// the others take over once the lease duration has passed.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = pin!(shutdown);
         loop {
@@ -454,6 +458,18 @@ mod tests {
         for _ in 0..100 {
             assert!((0.0..1.0).contains(&jitter()));
         }
+    }
+
+    #[tokio::test]
+    async fn an_elector_with_inconsistent_timing_is_refused_with_the_rule_it_breaks() {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().expect("a valid URL"));
+        let client = Client::try_from(config).expect("a client needs no connection to be built");
+        let timing = Config::default().renew_deadline(Duration::from_secs(20));
+        let error = LeaderElector::new(client, "default", "lease", timing).expect_err("invalid");
+        assert_eq!(
+            error.to_string(),
+            "invalid leader election config: lease duration (15s) must be greater than renew deadline (20s)"
+        );
     }
 
     fn assert_send<T: Send + 'static>(_: T) {}

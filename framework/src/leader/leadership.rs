@@ -92,7 +92,8 @@ impl Leadership {
         self.rx.borrow().is_leader_at(Instant::now())
     }
 
-    /// Waits until the elector publishes a new status.
+    /// Waits until the elector publishes a new status: a term starts or ends, the observed
+    /// holder changes, or the leader renews.
     ///
     /// # Errors
     /// [`Error::Stopped`] once the elector is gone and nothing will change any more.
