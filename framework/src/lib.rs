@@ -5,5 +5,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod leader;
+pub mod manager;
+
 #[cfg(feature = "testing")]
 pub mod testing;
