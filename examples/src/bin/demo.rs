@@ -4,7 +4,6 @@
 //! kubeconfig you can point kubectl at, stores and reads back a ConfigMap, and waits for Ctrl-C
 //! (or exits at once with `--once`).
 
-
 use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -43,7 +42,9 @@ async fn main() -> anyhow::Result<()> {
     // ANCHOR_END: control_plane
 
     // Logging starts after start-up: kube's client logs each 500 from `/readyz` while it warms up.
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
 
     tracing::info!(
         server = %cp.server_url(),
@@ -53,7 +54,11 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(
         namespace,
         uid = stored.metadata.uid.as_deref().unwrap_or_default(),
-        resource_version = stored.metadata.resource_version.as_deref().unwrap_or_default(),
+        resource_version = stored
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default(),
         "stored ConfigMap greeting; try: kubectl --kubeconfig {} get configmaps -A",
         cp.kubeconfig().display()
     );
