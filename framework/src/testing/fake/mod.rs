@@ -315,3 +315,6 @@ impl tower_service::Service<Request<kube::client::Body>> for FakeApiServer {
         Box::pin(async move { Ok(service::handle(state, request).await) })
     }
 }
+
+#[cfg(test)]
+mod tests;
