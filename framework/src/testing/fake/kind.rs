@@ -21,8 +21,9 @@ pub(crate) struct Kind {
     pub(crate) status_subresource: bool,
     /// Whether the server maintains `metadata.generation`.
     pub(crate) generation: bool,
-    /// Whether an update without `metadata.resourceVersion` is allowed (built-ins: yes, custom resources: no).
-    pub(crate) unconditional_update: bool,
+    /// Whether this is a custom resource: its updates need `metadata.resourceVersion`, and
+    /// create drops its status (built-ins reset it to `{}`).
+    pub(crate) custom: bool,
 }
 
 impl Kind {
@@ -102,7 +103,7 @@ impl Kind {
             namespaced,
             status_subresource,
             generation,
-            unconditional_update: true,
+            custom: false,
         }
     }
 }

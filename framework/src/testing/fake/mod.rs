@@ -7,7 +7,8 @@
 //! watches from a resourceVersion (410 Gone when it is too old). Faults can be injected.
 //!
 //! ```
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::Api;
 //! use kube::api::{ObjectMeta, PostParams};
@@ -189,7 +190,7 @@ impl FakeApiServer {
             namespaced: crd.spec.scope == "Namespaced",
             status_subresource,
             generation: true,
-            unconditional_update: false,
+            custom: true,
         });
     }
 

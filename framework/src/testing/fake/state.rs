@@ -162,7 +162,7 @@ impl State {
             None => (self.revision, None),
         };
         let resource = kind.storage_key();
-        let mut matching = self
+        let mut in_range = self
             .objects
             .iter()
             .filter(|((r, ns, _), _)| *r == resource && namespace.is_none_or(|want| want == ns))
@@ -170,11 +170,16 @@ impl State {
                 start
                     .as_ref()
                     .is_none_or(|(after_ns, after_name)| (ns, name) > (after_ns, after_name))
-            })
-            .filter(|(_, object)| selector.matches(object));
+            });
         let limit = limit.filter(|limit| *limit > 0).unwrap_or(usize::MAX);
-        let page: Vec<_> = matching.by_ref().take(limit).collect();
-        let remaining = matching.count();
+        let page: Vec<_> = in_range
+            .by_ref()
+            .filter(|(_, object)| selector.matches(object))
+            .take(limit)
+            .collect();
+        // Like the real server, a page is continued while objects remain in the key range,
+        // whether or not they match the selectors: the last page can be empty.
+        let remaining = in_range.count();
         let mut metadata = json!({ "resourceVersion": revision.to_string() });
         if remaining > 0
             && let Some(((_, ns, name), _)) = page.last()
@@ -360,11 +365,9 @@ impl State {
         }
         object["apiVersion"] = json!(kind.api_version());
         object["kind"] = json!(kind.name);
-        if kind.status_subresource
-            && !keep_status
-            && let Some(map) = object.as_object_mut()
-        {
-            map.remove("status");
+        if kind.status_subresource && !keep_status {
+            let reset = (!kind.custom).then(|| json!({}));
+            set_or_remove(&mut object, "status", reset);
         }
         self.next_revision(&mut object);
         self.objects
@@ -391,7 +394,7 @@ impl State {
             )));
         }
         match resource_version(&new) {
-            "" if !kind.unconditional_update => {
+            "" if kind.custom => {
                 return Err(Failure::invalid(
                     kind,
                     url_name,
