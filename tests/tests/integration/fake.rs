@@ -82,6 +82,16 @@ const CHECKS: &[(&str, Check)] = &[
     ("a_watcher_lists_then_follows_changes", |c, ns| {
         Box::pin(a_watcher_lists_then_follows_changes(c, ns))
     }),
+    ("create_and_update_fill_in_server_fields", |c, ns| {
+        Box::pin(create_and_update_fill_in_server_fields(c, ns))
+    }),
+    ("a_selected_watch_sees_objects_enter_and_leave", |c, ns| {
+        Box::pin(a_selected_watch_sees_objects_enter_and_leave(c, ns))
+    }),
+    (
+        "deletion_with_finalizers_is_watched_as_modified_then_deleted",
+        |c, ns| Box::pin(deletion_with_finalizers_is_watched_as_modified_then_deleted(c, ns)),
+    ),
 ];
 
 /// Runs every check on a backend, reports each one's time, and fails naming the failed checks.
@@ -96,14 +106,14 @@ async fn run_suite(backend: Backend) -> anyhow::Result<()> {
         let outcome = check(client, namespace).await;
         let elapsed = started.elapsed();
         in_checks += elapsed;
-        writeln!(report, "  {name:<52} {elapsed:>10.1?}")?;
+        writeln!(report, "  {name:<62} {elapsed:>10.1?}")?;
         if let Err(error) = outcome {
             failures.push(format!("{name}: {error:#}"));
         }
     }
-    writeln!(report, "  {:<52} {in_checks:>10.1?}", "all checks")?;
+    writeln!(report, "  {:<62} {in_checks:>10.1?}", "all checks")?;
     let setup = "all checks with setup (server start, namespaces)";
-    write!(report, "  {setup:<52} {:>10.1?}", suite.elapsed())?;
+    write!(report, "  {setup:<62} {:>10.1?}", suite.elapsed())?;
     eprintln!("{report}");
     ensure!(
         failures.is_empty(),
@@ -510,5 +520,125 @@ async fn a_watcher_lists_then_follows_changes(client: Client, ns: String) -> any
         }
     }
     ensure!(seen == ["listed", "watched"], "the watcher saw {seen:?}");
+    Ok(())
+}
+
+async fn create_and_update_fill_in_server_fields(client: Client, ns: String) -> anyhow::Result<()> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, &ns);
+    let mut generated = config_map("", &[]);
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("gen-".into());
+    let first = configmaps
+        .create(&PostParams::default(), &generated)
+        .await?;
+    let second = configmaps
+        .create(&PostParams::default(), &generated)
+        .await?;
+    let (a, b) = (first.name_any(), second.name_any());
+    ensure!(
+        a.starts_with("gen-") && a.len() == 9 && a != b,
+        "generated names {a}, {b}"
+    );
+    ensure!(first.uid().is_some() && first.uid() != second.uid(), "uids");
+    ensure!(
+        first.metadata.creation_timestamp.is_some(),
+        "no creationTimestamp"
+    );
+    ensure!(
+        revision(&second)? > revision(&first)?,
+        "resourceVersions do not increase"
+    );
+
+    let mut unconditional = first.clone();
+    unconditional.metadata.resource_version = None;
+    unconditional.data = Some([("k".to_owned(), "v".to_owned())].into());
+    let updated = configmaps
+        .replace(&a, &PostParams::default(), &unconditional)
+        .await?;
+    ensure!(
+        revision(&updated)? > revision(&second)?,
+        "an update without a resourceVersion"
+    );
+    let same = Patch::Merge(json!({ "data": { "k": "v" } }));
+    let unchanged = configmaps.patch(&a, &PatchParams::default(), &same).await?;
+    ensure!(
+        unchanged.resource_version() == updated.resource_version(),
+        "a no-op patch changed the resourceVersion"
+    );
+    Ok(())
+}
+
+async fn a_selected_watch_sees_objects_enter_and_leave(
+    client: Client,
+    ns: String,
+) -> anyhow::Result<()> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, &ns);
+    let created = configmaps
+        .create(&PostParams::default(), &config_map("x", &[]))
+        .await?;
+    let from = created.resource_version().context("no resourceVersion")?;
+    let label = |tier: &str| Patch::Merge(json!({ "metadata": { "labels": { "tier": tier } } }));
+    configmaps
+        .patch("x", &PatchParams::default(), &label("web"))
+        .await?;
+    configmaps
+        .patch("x", &PatchParams::default(), &label("web2"))
+        .await?;
+    configmaps
+        .patch("x", &PatchParams::default(), &label("db"))
+        .await?;
+    let params = WatchParams::default().labels("tier in (web,web2)");
+    let mut events = configmaps.watch(&params, &from).await?.boxed();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(next_change(&mut events).await?.0);
+    }
+    ensure!(seen == ["ADDED", "MODIFIED", "DELETED"], "events: {seen:?}");
+    Ok(())
+}
+
+async fn deletion_with_finalizers_is_watched_as_modified_then_deleted(
+    client: Client,
+    ns: String,
+) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client, &ns);
+    let mut held = deployment("held")?;
+    held.metadata.finalizers = Some(vec!["conformance.kubeward.dev/hold".into()]);
+    let created = deployments.create(&PostParams::default(), &held).await?;
+    let from = created.resource_version().context("no resourceVersion")?;
+    deployments.delete("held", &DeleteParams::default()).await?;
+    let deleting = deployments.get("held").await?;
+    ensure!(
+        deleting.metadata.generation == Some(2),
+        "marking for deletion gave generation {:?}",
+        deleting.metadata.generation
+    );
+    let release = Patch::Merge(json!({ "metadata": { "finalizers": null } }));
+    deployments
+        .patch("held", &PatchParams::default(), &release)
+        .await?;
+    let params = WatchParams::default().fields("metadata.name=held");
+    let mut events = deployments.watch(&params, &from).await?.boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .context("no watch event within 10 s")??
+            .context("the watch ended")?;
+        match event {
+            WatchEvent::Modified(d) => {
+                seen.push(("MODIFIED", d.metadata.deletion_timestamp.is_some()));
+            }
+            WatchEvent::Deleted(d) => {
+                seen.push(("DELETED", d.metadata.deletion_timestamp.is_some()));
+            }
+            WatchEvent::Bookmark(_) => {}
+            other => bail!("unexpected event {other:?}"),
+        }
+    }
+    ensure!(
+        seen == [("MODIFIED", true), ("DELETED", true)],
+        "events: {seen:?}"
+    );
     Ok(())
 }
