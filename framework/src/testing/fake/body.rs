@@ -12,7 +12,8 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Interval, Sleep};
 
-use super::state::{State, event_line};
+use super::state::State;
+use super::watch::event_line;
 
 /// The body of a response from [`FakeApiServer`](super::FakeApiServer).
 #[derive(Debug)]

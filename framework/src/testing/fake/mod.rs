@@ -36,6 +36,7 @@ mod selector;
 mod service;
 mod state;
 mod status;
+mod watch;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -82,6 +83,8 @@ pub enum Verb {
     Patch,
     /// Delete an object.
     Delete,
+    /// Delete the objects a selector matches.
+    DeleteCollection,
 }
 
 /// Errors from seeding or reading the fake directly.

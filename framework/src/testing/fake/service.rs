@@ -14,8 +14,9 @@ use super::body::{Bookmarks, ResponseBody, WatchStream};
 use super::kind::Kind;
 use super::route::Route;
 use super::selector::Selector;
-use super::state::{State, Target, event_line};
+use super::state::{State, Target};
 use super::status::Failure;
+use super::watch::event_line;
 
 /// How long a watch lasts when the client gives no `timeoutSeconds`.
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -62,6 +63,7 @@ fn verb_of(method: &Method, route: &Route) -> Result<Verb, Failure> {
         Method::PUT if named => Verb::Update,
         Method::PATCH if named => Verb::Patch,
         Method::DELETE if named => Verb::Delete,
+        Method::DELETE => Verb::DeleteCollection,
         _ => return Err(Failure::method_not_allowed()),
     })
 }
@@ -135,14 +137,31 @@ fn dispatch(
             Ok(respond(code, &patched))
         }
         Verb::Delete => {
-            let options = if body.is_empty() {
-                Value::Null
-            } else {
-                parse_json(body)?
-            };
+            let options = delete_options(body)?;
             let deleted = guard.delete(&kind, &namespace, &name, &options["preconditions"])?;
             Ok(respond(StatusCode::OK, &deleted))
         }
+        Verb::DeleteCollection => {
+            let options = delete_options(body)?;
+            let selector = selector(&route)?;
+            let mut list = guard.list(&kind, route.namespace.as_deref(), &selector, None, None)?;
+            let mut deleted = Vec::new();
+            for object in list["items"].as_array().cloned().unwrap_or_default() {
+                let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+                let name = super::object::name(&object);
+                deleted.push(guard.delete(&kind, namespace, name, &options["preconditions"])?);
+            }
+            list["items"] = Value::Array(deleted);
+            Ok(respond(StatusCode::OK, &list))
+        }
+    }
+}
+
+fn delete_options(body: &Bytes) -> Result<Value, Failure> {
+    if body.is_empty() {
+        Ok(Value::Null)
+    } else {
+        parse_json(body)
     }
 }
 

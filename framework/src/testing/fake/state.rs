@@ -15,39 +15,13 @@ use super::object::{
 };
 use super::selector::Selector;
 use super::status::Failure;
+use super::watch::{Event, EventType, Watcher, event_line};
 
 /// Where an update goes: the main endpoint or the `/status` subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Target {
     Main,
     Status,
-}
-
-/// The kind of a watch event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-/// A change, kept in the history so watches can start from a past resourceVersion.
-#[derive(Clone, Debug)]
-struct Event {
-    revision: u64,
-    resource: String,
-    kind: EventType,
-    object: Value,
-    old: Option<Value>,
-}
-
-/// An open watch.
-#[derive(Debug)]
-struct Watcher {
-    resource: String,
-    namespace: Option<String>,
-    selector: Selector,
-    sender: UnboundedSender<Bytes>,
 }
 
 /// A failure to answer the next matching request with.
@@ -73,13 +47,6 @@ pub(crate) struct State {
     pub(crate) gone_next_watch: bool,
     pub(crate) bookmark_interval: std::time::Duration,
     seed: u64,
-}
-
-/// The line a watch sends for one event.
-pub(crate) fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = json!({ "type": kind, "object": object }).to_string();
-    line.push('\n');
-    Bytes::from(line)
 }
 
 impl State {
@@ -527,32 +494,5 @@ fn set_or_remove(object: &mut Value, field: &str, value: Option<Value>) {
             map.remove(field);
         }
         _ => {}
-    }
-}
-
-impl Watcher {
-    fn wants(&self, object: &Value) -> bool {
-        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
-        self.namespace
-            .as_deref()
-            .is_none_or(|want| want == namespace)
-            && self.selector.matches(object)
-    }
-
-    /// Sends an event if it concerns this watch, turning selector transitions into ADDED or
-    /// DELETED like the real server; false when the watch is closed.
-    fn deliver(&self, event: &Event) -> bool {
-        if event.resource != self.resource {
-            return true;
-        }
-        let now = self.wants(&event.object);
-        let before = event.old.as_ref().is_some_and(|old| self.wants(old));
-        let kind = match (event.kind, before, now) {
-            (EventType::Added, _, true) | (EventType::Modified, false, true) => "ADDED",
-            (EventType::Modified, true, true) => "MODIFIED",
-            (EventType::Modified, true, false) | (EventType::Deleted, _, true) => "DELETED",
-            _ => return !self.sender.is_closed(),
-        };
-        self.sender.send(event_line(kind, &event.object)).is_ok()
     }
 }

@@ -578,3 +578,103 @@ async fn kube_runtime_watchers_run_on_the_fake() {
     }
     assert_eq!(seen, ["listed", "watched"]);
 }
+
+#[tokio::test]
+async fn custom_resource_updates_need_a_resource_version_and_preconditions_guard_deletes() {
+    let widgets: Api<Widget> = Api::default_namespaced(fake().client());
+    let created = widgets
+        .create(&PostParams::default(), &widget("a", 1))
+        .await
+        .unwrap();
+    let mut unconditional = created.clone();
+    unconditional.metadata.resource_version = None;
+    let refused = widgets
+        .replace("a", &PostParams::default(), &unconditional)
+        .await;
+    assert_eq!(api_status(refused), (422, "Invalid".into()));
+
+    let stale =
+        Patch::Merge(json!({ "metadata": { "resourceVersion": "1000" }, "spec": { "size": 2 } }));
+    let conflict = widgets.patch("a", &PatchParams::default(), &stale).await;
+    assert_eq!(api_status(conflict), (409, "Conflict".into()));
+
+    let wrong_uid = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(
+        api_status(widgets.delete("a", &wrong_uid).await),
+        (409, "Conflict".into())
+    );
+    assert!(
+        widgets.get("a").await.is_ok(),
+        "a failed precondition must not delete"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_json_patch_test_is_refused_and_changes_nothing() {
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake().client());
+    let created = configmaps
+        .create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    let test_fails = Patch::Json::<()>(
+        serde_json::from_value(json!([
+            { "op": "test", "path": "/metadata/name", "value": "b" },
+            { "op": "add", "path": "/data", "value": { "k": "v" } },
+        ]))
+        .unwrap(),
+    );
+    let refused = configmaps
+        .patch("a", &PatchParams::default(), &test_fails)
+        .await;
+    assert_eq!(api_status(refused).0, 422);
+    let read = configmaps.get("a").await.unwrap();
+    assert_eq!((rv(&read), read.data), (rv(&created), None));
+}
+
+#[tokio::test]
+async fn unregistered_kinds_and_unknown_subresources_are_404() {
+    let fake = FakeApiServer::new();
+    fake.register::<ConfigMap>();
+    let widgets: Api<Widget> = Api::default_namespaced(fake.client());
+    assert_eq!(
+        api_status(widgets.list(&ListParams::default()).await).0,
+        404
+    );
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    let status = configmaps.get_status("a").await;
+    assert_eq!(
+        api_status(status).0,
+        404,
+        "ConfigMaps have no status subresource"
+    );
+    assert!(matches!(
+        fake.seed(&widget("w", 1)),
+        Err(Error::NotRegistered { .. })
+    ));
+}
+
+#[tokio::test]
+async fn delete_collection_removes_only_the_selected_objects() {
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake().client());
+    for (name, tier) in [("a", "web"), ("b", "db"), ("c", "web")] {
+        let object = config_map(name, &[("tier", tier)]);
+        configmaps
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+    }
+    let selected = ListParams::default().labels("tier=web");
+    configmaps
+        .delete_collection(&DeleteParams::default(), &selected)
+        .await
+        .unwrap();
+    let left = configmaps.list(&ListParams::default()).await.unwrap();
+    let names: Vec<_> = left.items.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(names, ["b"]);
+}
