@@ -92,6 +92,10 @@ const CHECKS: &[(&str, Check)] = &[
         "deletion_with_finalizers_is_watched_as_modified_then_deleted",
         |c, ns| Box::pin(deletion_with_finalizers_is_watched_as_modified_then_deleted(c, ns)),
     ),
+    (
+        "apply_drops_unapplied_fields_and_reports_conflicts",
+        |c, ns| Box::pin(apply_drops_unapplied_fields_and_reports_conflicts(c, ns)),
+    ),
 ];
 
 /// Runs every check on a backend, reports each one's time, and fails naming the failed checks.
@@ -639,6 +643,52 @@ async fn deletion_with_finalizers_is_watched_as_modified_then_deleted(
     ensure!(
         seen == [("MODIFIED", true), ("DELETED", true)],
         "events: {seen:?}"
+    );
+    Ok(())
+}
+
+async fn apply_drops_unapplied_fields_and_reports_conflicts(
+    client: Client,
+    ns: String,
+) -> anyhow::Result<()> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, &ns);
+    let config = |data: serde_json::Value| {
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm" },
+                "data": data })
+    };
+    let first = PatchParams::apply("first");
+    let both = config(json!({ "x": "1", "y": "2" }));
+    configmaps.patch("cm", &first, &Patch::Apply(&both)).await?;
+    let only_x = config(json!({ "x": "1" }));
+    let reapplied = configmaps
+        .patch("cm", &first, &Patch::Apply(&only_x))
+        .await?;
+    let keys: Vec<String> = reapplied.data.unwrap_or_default().into_keys().collect();
+    ensure!(
+        keys == ["x"],
+        "after re-applying without y the keys are {keys:?}"
+    );
+
+    let second = PatchParams::apply("second");
+    let other_x = config(json!({ "x": "9" }));
+    match configmaps
+        .patch("cm", &second, &Patch::Apply(&other_x))
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "Conflict" => {}
+        other => bail!("applying another manager's field must conflict, got {other:?}"),
+    }
+    let same_x = config(json!({ "x": "1", "z": "3" }));
+    configmaps
+        .patch("cm", &second, &Patch::Apply(&same_x))
+        .await?;
+    let forced = configmaps
+        .patch("cm", &second.clone().force(), &Patch::Apply(&other_x))
+        .await?;
+    let data = forced.data.unwrap_or_default();
+    ensure!(
+        data.get("x").map(String::as_str) == Some("9") && !data.contains_key("z"),
+        "a forced apply gave {data:?}"
     );
     Ok(())
 }

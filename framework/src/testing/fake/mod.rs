@@ -24,10 +24,12 @@
 //! ```
 //!
 //! What it does not do: admission, defaulting and validation beyond names, RBAC, garbage
-//! collection of dependents, server-side apply field ownership (apply is create-or-merge),
+//! collection of dependents, `managedFields` and ownership by non-apply writers in server-side
+//! apply,
 //! strategic merge by list keys (it is a JSON merge patch), and consistent snapshots across list
 //! pages (a continued list sees objects as they are now).
 
+mod apply;
 mod body;
 mod kind;
 mod object;

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::time::{Duration, Instant, MissedTickBehavior};
 
 use super::Verb;
+use super::apply::Apply;
 use super::body::{Bookmarks, ResponseBody, WatchStream};
 use super::kind::Kind;
 use super::route::Route;
@@ -132,6 +133,7 @@ fn dispatch(
                 name: &name,
                 target,
                 field_manager: route.param("fieldManager"),
+                force: route.flag("force"),
             };
             let (code, patched) = patch(&mut guard, &request, content_type, body)?;
             Ok(respond(code, &patched))
@@ -176,6 +178,7 @@ struct PatchRequest<'a> {
     name: &'a str,
     target: Target,
     field_manager: Option<&'a str>,
+    force: bool,
 }
 
 fn patch(
@@ -203,25 +206,23 @@ fn patch(
                  required for apply patch",
             ));
         }
-        ("application/apply-patch+yaml", Err(missing)) => {
-            if target == Target::Status {
-                return Err(missing);
-            }
-            let mut object = patch;
-            super::object::metadata_mut(&mut object)
-                .entry("name")
-                .or_insert_with(|| Value::String(name.to_owned()));
-            return Ok((
-                StatusCode::CREATED,
-                state.create(kind, namespace, object, false)?,
-            ));
+        ("application/apply-patch+yaml", _) => {
+            let apply = Apply {
+                kind,
+                namespace,
+                name,
+                target,
+                manager: request.field_manager.unwrap_or_default(),
+                force: request.force,
+            };
+            return apply.run(state, patch);
         }
         (_, current) => current?,
     };
     match media_type {
-        "application/merge-patch+json"
-        | "application/strategic-merge-patch+json"
-        | "application/apply-patch+yaml" => json_patch::merge(&mut document, &patch),
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            json_patch::merge(&mut document, &patch);
+        }
         "application/json-patch+json" => {
             let operations: json_patch::Patch = serde_json::from_value(patch)
                 .map_err(|error| Failure::bad_request(format!("invalid JSON patch: {error}")))?;

@@ -1,6 +1,6 @@
 //! Stores the fake's objects, its event history and its open watches.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -47,6 +47,8 @@ pub(crate) struct State {
     pub(crate) gone_next_watch: bool,
     pub(crate) bookmark_interval: std::time::Duration,
     seed: u64,
+    /// The last configuration each server-side apply manager applied, by object uid.
+    applied: HashMap<String, BTreeMap<String, Value>>,
 }
 
 impl State {
@@ -63,6 +65,7 @@ impl State {
             gone_next_watch: false,
             bookmark_interval: std::time::Duration::from_secs(1),
             seed,
+            applied: HashMap::new(),
         }
     }
 
@@ -87,6 +90,16 @@ impl State {
             .iter()
             .find(|known| known.group == group && known.name == kind)
             .cloned()
+    }
+
+    /// What each apply manager last applied to the object with this uid.
+    pub(crate) fn applied(&self, uid: &str) -> BTreeMap<String, Value> {
+        self.applied.get(uid).cloned().unwrap_or_default()
+    }
+
+    /// Records what each apply manager last applied to the object with this uid.
+    pub(crate) fn set_applied(&mut self, uid: String, managers: BTreeMap<String, Value>) {
+        self.applied.insert(uid, managers);
     }
 
     /// The latest resourceVersion handed out.
