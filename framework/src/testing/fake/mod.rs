@@ -31,6 +31,7 @@
 
 mod apply;
 mod body;
+mod discovery;
 mod kind;
 mod object;
 mod route;
@@ -200,6 +201,9 @@ impl FakeApiServer {
     }
 
     /// A client whose requests this fake answers; its default namespace is `default`.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime: the client spawns its request buffer.
     #[must_use]
     pub fn client(&self) -> kube::Client {
         kube::Client::new(self.clone(), "default")

@@ -12,6 +12,7 @@ use tokio::time::{Duration, Instant, MissedTickBehavior};
 use super::Verb;
 use super::apply::Apply;
 use super::body::{Bookmarks, ResponseBody, WatchStream};
+use super::discovery;
 use super::kind::Kind;
 use super::route::Route;
 use super::selector::Selector;
@@ -74,8 +75,15 @@ fn dispatch(
     parts: &http::request::Parts,
     body: &Bytes,
 ) -> Result<Response<ResponseBody>, Failure> {
-    let route =
-        Route::parse(parts.uri.path(), parts.uri.query()).ok_or_else(Failure::no_such_resource)?;
+    let Some(route) = Route::parse(parts.uri.path(), parts.uri.query()) else {
+        let guard = state.lock();
+        let kinds: Vec<&Kind> = guard.kinds().collect();
+        return match discovery::document(parts.uri.path(), &kinds) {
+            Some(document) if parts.method == Method::GET => Ok(respond(StatusCode::OK, &document)),
+            Some(_) => Err(Failure::method_not_allowed()),
+            None => Err(Failure::no_such_resource()),
+        };
+    };
     let verb = verb_of(&parts.method, &route)?;
     let mut guard = state.lock();
     let kind = guard

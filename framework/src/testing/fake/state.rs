@@ -76,6 +76,11 @@ impl State {
         self.kinds.push(Arc::new(kind));
     }
 
+    /// Every served kind.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = &Kind> {
+        self.kinds.iter().map(|kind| &**kind)
+    }
+
     /// The kind served at a group, version and plural.
     pub(crate) fn kind(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Kind>> {
         self.kinds

@@ -678,3 +678,77 @@ async fn delete_collection_removes_only_the_selected_objects() {
     let names: Vec<_> = left.items.iter().map(ResourceExt::name_any).collect();
     assert_eq!(names, ["b"]);
 }
+
+#[tokio::test]
+async fn apply_removes_fields_its_manager_stops_applying_and_conflicts_with_other_managers() {
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake().client());
+    let config = |data: serde_json::Value| json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a" }, "data": data });
+    let first = PatchParams::apply("first");
+    let both = config(json!({ "x": "1", "y": "2" }));
+    configmaps
+        .patch("a", &first, &Patch::Apply(&both))
+        .await
+        .unwrap();
+    let only_x = config(json!({ "x": "1" }));
+    let reapplied = configmaps
+        .patch("a", &first, &Patch::Apply(&only_x))
+        .await
+        .unwrap();
+    assert_eq!(
+        reapplied.data.unwrap_or_default().len(),
+        1,
+        "y must be gone"
+    );
+
+    let second = PatchParams::apply("second");
+    let other = config(json!({ "x": "2" }));
+    let conflict = configmaps.patch("a", &second, &Patch::Apply(&other)).await;
+    assert_eq!(api_status(conflict), (409, "Conflict".into()));
+    let forced = configmaps
+        .patch("a", &second.force(), &Patch::Apply(&other))
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap_or_default()["x"], "2");
+    let dropped = configmaps
+        .patch("a", &first, &Patch::Apply(&config(json!({}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        dropped.data.unwrap_or_default()["x"],
+        "2",
+        "a field the first manager lost to a forced apply stays when it stops applying it"
+    );
+}
+
+#[tokio::test]
+async fn discovery_lists_the_registered_kinds_and_their_status_subresources() {
+    let client = fake().client();
+    let version = client.apiserver_version().await.unwrap();
+    assert_eq!(
+        (version.major.as_str(), version.minor.as_str()),
+        ("1", "20")
+    );
+    let discovery = kube::Discovery::new(client).run().await.unwrap();
+    let (widgets, capabilities) = discovery
+        .resolve_gvk(&kube::api::GroupVersionKind::gvk(
+            "fake.kubeward.dev",
+            "v1",
+            "Widget",
+        ))
+        .unwrap();
+    assert_eq!(widgets.plural, "widgets");
+    assert_eq!(capabilities.scope, kube::discovery::Scope::Namespaced);
+    assert!(
+        capabilities
+            .subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status")
+    );
+    let core = discovery.get("").unwrap();
+    let kinds: Vec<String> = core
+        .recommended_resources()
+        .into_iter()
+        .map(|(r, _)| r.kind)
+        .collect();
+    assert_eq!(kinds, ["ConfigMap"]);
+}
