@@ -752,3 +752,84 @@ async fn discovery_lists_the_registered_kinds_and_their_status_subresources() {
         .collect();
     assert_eq!(kinds, ["ConfigMap"]);
 }
+
+/// The next watcher event, named, with errors named too (the watcher keeps going after them).
+async fn next_watcher_event(
+    events: &mut (
+             impl futures::Stream<
+        Item = Result<kube::runtime::watcher::Event<ConfigMap>, kube::runtime::watcher::Error>,
+    > + Unpin
+         ),
+) -> String {
+    use kube::runtime::watcher::Event;
+    let next = tokio::time::timeout(Duration::from_secs(5), events.next()).await;
+    match next.expect("a watcher event within 5 s") {
+        Some(Ok(Event::Init)) => "init".into(),
+        Some(Ok(Event::InitApply(o))) => format!("init-apply {}", o.name_any()),
+        Some(Ok(Event::InitDone)) => "init-done".into(),
+        Some(Ok(Event::Apply(o))) => format!("apply {}", o.name_any()),
+        Some(Ok(Event::Delete(o))) => format!("delete {}", o.name_any()),
+        Some(Err(_)) => "error".into(),
+        None => "end".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_kube_runtime_watcher_resumes_after_dropped_watches_and_relists_after_410_gone() {
+    let fake = fake();
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    let post = PostParams::default();
+    configmaps
+        .create(&post, &config_map("a", &[]))
+        .await
+        .unwrap();
+    let config = kube::runtime::watcher::Config::default();
+    let mut events = kube::runtime::watcher(configmaps.clone(), config).boxed();
+    for expected in ["init", "init-apply a", "init-done"] {
+        assert_eq!(next_watcher_event(&mut events).await, expected);
+    }
+
+    fake.drop_watches();
+    configmaps
+        .create(&post, &config_map("b", &[]))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_watcher_event(&mut events).await,
+        "apply b",
+        "resumed from its resourceVersion"
+    );
+
+    fake.expire_next_watch();
+    fake.drop_watches();
+    configmaps
+        .create(&post, &config_map("c", &[]))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some("init-done") {
+        seen.push(next_watcher_event(&mut events).await);
+    }
+    assert_eq!(
+        seen,
+        [
+            "error",
+            "init",
+            "init-apply a",
+            "init-apply b",
+            "init-apply c",
+            "init-done"
+        ],
+        "a 410 Gone makes the watcher list again"
+    );
+}
+
+#[test]
+fn the_fake_and_its_futures_can_be_shared_across_tasks() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    fn sendable<T: Send + 'static>(_: &T) {}
+    shareable::<FakeApiServer>();
+    let mut fake = FakeApiServer::new();
+    let request = http::Request::new(kube::client::Body::empty());
+    sendable(&tower_service::Service::call(&mut fake, request));
+}
