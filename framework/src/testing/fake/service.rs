@@ -204,29 +204,29 @@ fn patch(
     } = *request;
     let patch = parse_json(body)?;
     let media_type = content_type.split(';').next().unwrap_or_default().trim();
-    let current = state.get(kind, namespace, name);
-    let mut document = match (media_type, current) {
-        ("application/apply-patch+yaml", _) if request.field_manager.is_none_or(str::is_empty) => {
-            return Err(Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "Invalid",
-                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is \
-                 required for apply patch",
-            ));
-        }
-        ("application/apply-patch+yaml", _) => {
-            let apply = Apply {
-                kind,
-                namespace,
-                name,
-                target,
-                manager: request.field_manager.unwrap_or_default(),
-                force: request.force,
-            };
-            return apply.run(state, patch);
-        }
-        (_, current) => current?,
-    };
+    if media_type == "application/apply-patch+yaml" {
+        let manager = request
+            .field_manager
+            .filter(|manager| !manager.is_empty())
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is \
+                     required for apply patch",
+                )
+            })?;
+        let apply = Apply {
+            kind,
+            namespace,
+            name,
+            target,
+            manager,
+            force: request.force,
+        };
+        return apply.run(state, patch);
+    }
+    let mut document = state.get(kind, namespace, name)?;
     match media_type {
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
             json_patch::merge(&mut document, &patch);
@@ -246,9 +246,7 @@ fn patch(
             return Err(Failure::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "UnsupportedMediaType",
-                format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {other:?}"
-                ),
+                format!("the body of the request was in an unknown format: {other:?}"),
             ));
         }
     }
