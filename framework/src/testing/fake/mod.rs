@@ -23,11 +23,18 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What it does not do: admission, defaulting and validation beyond names, RBAC, garbage
-//! collection of dependents, `managedFields` and ownership by non-apply writers in server-side
-//! apply,
-//! strategic merge by list keys (it is a JSON merge patch), and consistent snapshots across list
-//! pages (a continued list sees objects as they are now).
+//! Tests set the scene with [`FakeApiServer::seed`] (which keeps a status, unlike create), read
+//! it back with [`FakeApiServer::get`], and inject faults: [`FakeApiServer::fail_next`] answers
+//! the next matching request with an error status, [`FakeApiServer::drop_watches`] ends every
+//! open watch, [`FakeApiServer::expire_next_watch`] and [`FakeApiServer::compact`] make watches
+//! answer 410 Gone. The same checks pass here and on a real kube-apiserver (see the `fake`
+//! integration tests), so a test written against the fake can also run on a
+//! [`ControlPlane`](super::ControlPlane).
+//!
+//! Not modelled: admission, defaulting and validation beyond names, RBAC, garbage collection
+//! of dependents, `managedFields`, field ownership by non-apply writers in server-side apply,
+//! strategic merge by list keys (it is a JSON merge patch), and consistent snapshots across
+//! list pages (a continued list sees objects as they are now).
 
 mod apply;
 mod body;
