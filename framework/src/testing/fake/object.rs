@@ -52,15 +52,18 @@ pub(crate) fn now() -> String {
         .to_string()
 }
 
-/// Whether anything outside `apiVersion`, `kind`, `metadata` and `status` differs: a spec change.
-pub(crate) fn spec_changed(old: &Value, new: &Value) -> bool {
+/// Whether anything outside `apiVersion`, `kind`, `metadata` and (when it has its own
+/// subresource) `status` differs: what bumps `metadata.generation`.
+pub(crate) fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -> bool {
     let rest = |object: &Value| -> Map<String, Value> {
         object
             .as_object()
             .map(|map| {
                 map.iter()
-                    .filter(|(key, _)| {
-                        !matches!(key.as_str(), "apiVersion" | "kind" | "metadata" | "status")
+                    .filter(|(key, _)| match key.as_str() {
+                        "apiVersion" | "kind" | "metadata" => false,
+                        "status" => !status_subresource,
+                        _ => true,
                     })
                     .map(|(key, value)| (key.clone(), value.clone()))
                     .collect()
@@ -133,12 +136,18 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn only_changes_outside_metadata_and_status_are_spec_changes() {
+    fn only_changes_outside_metadata_and_a_separate_status_are_spec_changes() {
         let old = json!({ "metadata": { "labels": {} }, "spec": { "a": 1 }, "status": {} });
         let relabelled = json!({ "metadata": { "labels": { "x": "y" } }, "spec": { "a": 1 } });
         let respecced = json!({ "metadata": {}, "spec": { "a": 2 } });
-        assert!(!spec_changed(&old, &relabelled));
-        assert!(spec_changed(&old, &respecced));
+        assert!(!spec_changed(&old, &relabelled, true));
+        assert!(spec_changed(&old, &respecced, true));
+        let restatused = json!({ "metadata": {}, "spec": { "a": 1 }, "status": { "b": 2 } });
+        assert!(!spec_changed(&old, &restatused, true));
+        assert!(
+            spec_changed(&old, &restatused, false),
+            "without /status, status is spec"
+        );
     }
 
     #[test]

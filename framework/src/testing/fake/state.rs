@@ -430,7 +430,7 @@ impl State {
         }
         next["apiVersion"] = json!(kind.api_version());
         next["kind"] = json!(kind.name);
-        if kind.generation && spec_changed(&old, &next) {
+        if kind.generation && spec_changed(&old, &next, kind.status_subresource) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             metadata_mut(&mut next).insert("generation".into(), json!(generation));
         }
