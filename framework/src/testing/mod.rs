@@ -14,11 +14,13 @@
 
 mod binaries;
 mod control_plane;
+pub mod fake;
 mod process;
 mod proxy;
 
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
+pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
 
 /// Errors from starting or talking to the local control plane.

@@ -1,4 +1,5 @@
 //! Integration tests against a real local control plane (etcd + kube-apiserver).
 
 mod control_plane;
+mod fake;
 mod leader;
