@@ -663,3 +663,51 @@ async fn nothing_more_is_allowed(sa: &Client, ns: &str, other: &str) -> anyhow::
 
     Ok(())
 }
+
+/// The image cannot be built here (there is no container engine), so this checks what can be
+/// checked without one: the final stage is minimal, runs as the chart's non-root user and starts
+/// the operator binary that the builder stage builds.
+#[tokio::test]
+async fn the_dockerfile_builds_the_operator_into_a_minimal_image_run_by_the_charts_user()
+-> anyhow::Result<()> {
+    let dockerfile = std::fs::read_to_string(chart_dir().join("../../Dockerfile"))?;
+    let instructions: Vec<&str> = dockerfile
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let last_from = instructions
+        .iter()
+        .rposition(|l| l.starts_with("FROM "))
+        .ok_or_else(|| anyhow::anyhow!("the Dockerfile has no FROM"))?;
+    assert!(last_from > 0, "the Dockerfile must be multi-stage");
+    assert_eq!(instructions[last_from], "FROM scratch");
+    let final_stage = &instructions[last_from..];
+    let user = final_stage
+        .iter()
+        .find_map(|l| l.strip_prefix("USER "))
+        .ok_or_else(|| anyhow::anyhow!("the final stage sets no USER"))?;
+
+    let docs = template(&[]).await?;
+    let pod = &the(&docs, "Deployment")?["spec"]["template"]["spec"]["securityContext"];
+    let expected = format!(
+        "{}:{}",
+        pod["runAsUser"].as_u64().unwrap_or_default(),
+        pod["runAsGroup"].as_u64().unwrap_or_default()
+    );
+    assert_eq!(
+        user, expected,
+        "the image and the chart disagree on the user"
+    );
+    assert!(!user.starts_with("0:"), "the image must not run as root");
+
+    assert!(
+        dockerfile.contains("-p kubeward-examples --bin configmap-generator"),
+        "the builder stage must build the operator"
+    );
+    assert!(
+        final_stage.contains(&r#"ENTRYPOINT ["/configmap-generator"]"#),
+        "the image must start the operator"
+    );
+    Ok(())
+}
