@@ -361,6 +361,34 @@ async fn the_values_schema_rejects_values_of_the_wrong_type() -> anyhow::Result<
 }
 
 #[tokio::test]
+async fn an_existing_service_account_must_be_named() -> anyhow::Result<()> {
+    let err = template(&["--set", "serviceAccount.create=false"])
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("an unnamed existing ServiceAccount was accepted"))?;
+    assert!(
+        err.to_string()
+            .contains("serviceAccount.name is required when serviceAccount.create is false"),
+        "{err}"
+    );
+    let docs = template(&[
+        "--set",
+        "serviceAccount.create=false,serviceAccount.name=existing",
+    ])
+    .await?;
+    assert!(!kinds(&docs).contains("ServiceAccount"));
+    let pod = &the(&docs, "Deployment")?["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"].as_str(), Some("existing"));
+    let binding = the(&docs, "ClusterRoleBinding")?;
+    assert_eq!(
+        binding["subjects"][0]["name"].as_str(),
+        Some("existing"),
+        "RBAC must be granted to the existing ServiceAccount"
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn the_rendered_manifests_are_accepted_by_the_apiserver_and_the_service_monitor_is_skipped()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
@@ -381,6 +409,9 @@ async fn the_rendered_manifests_are_accepted_by_the_apiserver_and_the_service_mo
         "--values",
         path_str(&all_on)?,
         "--dry-run=server",
+        // Other tests of this binary may have created the (cluster-scoped) CRD without Helm's
+        // ownership labels; a dry run changes nothing, so it need not refuse to adopt it.
+        "--take-ownership",
         "--output=json",
     ])
     .await?;
