@@ -1,6 +1,7 @@
 //! The example operator's Helm chart lints, renders a restricted pod and installs with enough RBAC and no more.
 
 mod install;
+mod pod_security;
 mod render;
 
 use std::collections::BTreeSet;
