@@ -1,6 +1,7 @@
 //! Runs a real local control plane (etcd + kube-apiserver) for tests.
 //!
 //! ```no_run
+//! # #[allow(dead_code)]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::Api;
