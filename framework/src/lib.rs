@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod controller;
 pub mod informer;
+pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod queue;

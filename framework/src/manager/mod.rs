@@ -1,6 +1,7 @@
 //! Runs an operator: one client, its controllers and tasks, the HTTP endpoints, and shutdown.
 //!
 //! ```no_run
+//! # #[allow(dead_code)]
 //! # async fn demo() -> Result<(), kubeward::manager::Error> {
 //! use kubeward::manager::{Manager, runnable_fn};
 //!
