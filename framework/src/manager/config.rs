@@ -3,6 +3,32 @@
 use std::time::Duration;
 
 use super::BindAddress;
+use crate::leader;
+
+/// Leader election of a manager: the Lease's name and namespace, and its timings.
+#[derive(Clone, Debug)]
+pub struct LeaderElection {
+    pub(crate) lease: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) config: leader::Config,
+}
+
+impl LeaderElection {
+    /// Elect on the Lease `lease`, in `namespace` (or, when `None`, the pod's namespace from
+    /// `POD_NAMESPACE` or the service-account mount, else the client's default namespace).
+    #[must_use]
+    pub fn new(
+        lease: impl Into<String>,
+        namespace: Option<String>,
+        config: leader::Config,
+    ) -> Self {
+        Self {
+            lease: lease.into(),
+            namespace,
+            config,
+        }
+    }
+}
 
 /// How a [`Manager`](super::Manager) runs; [`Flags::config`](super::Flags::config) builds one
 /// from the command line.
@@ -13,6 +39,7 @@ pub struct Config {
     pub(crate) max_concurrent_reconciles: u16,
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) namespace: Option<String>,
+    pub(crate) leader_election: Option<LeaderElection>,
 }
 
 impl Default for Config {
@@ -25,6 +52,7 @@ impl Default for Config {
             max_concurrent_reconciles: 1,
             graceful_shutdown_timeout: Duration::from_secs(30),
             namespace: None,
+            leader_election: None,
         }
     }
 }
@@ -62,6 +90,13 @@ impl Config {
     #[must_use]
     pub fn namespace(mut self, namespace: Option<String>) -> Self {
         self.namespace = namespace;
+        self
+    }
+
+    /// Run controllers only while holding the Lease (`None`: always run them).
+    #[must_use]
+    pub fn leader_election(mut self, election: Option<LeaderElection>) -> Self {
+        self.leader_election = election;
         self
     }
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use super::{Config, Error};
+use super::{Config, Error, LeaderElection};
+use crate::leader;
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -39,6 +40,18 @@ pub struct Flags {
     /// Namespace of the leader-election Lease; defaults to the pod's namespace.
     #[arg(long, env = "KUBEWARD_LEADER_ELECTION_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+
+    /// How long a Lease is valid after its last renewal (`15s`, `1m`, `500ms`).
+    #[arg(long, env = "KUBEWARD_LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_election_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(long, env = "KUBEWARD_LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = parse_duration)]
+    pub leader_election_renew_deadline: Duration,
+
+    /// How often candidates try to acquire and the leader renews.
+    #[arg(long, env = "KUBEWARD_LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    pub leader_election_retry_period: Duration,
 
     /// Watch only this namespace; all namespaces when unset.
     #[arg(long, env = "KUBEWARD_NAMESPACE")]
@@ -88,7 +101,22 @@ impl Flags {
     pub fn config(&self) -> Result<Config, Error> {
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
+        let election = leader::Config::default()
+            .lease_duration(self.leader_election_lease_duration)
+            .renew_deadline(self.leader_election_renew_deadline)
+            .retry_period(self.leader_election_retry_period);
+        election
+            .validate()
+            .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        let election = self.leader_elect.then(|| {
+            LeaderElection::new(
+                &self.leader_election_id,
+                self.leader_election_namespace.clone(),
+                election,
+            )
+        });
         Ok(Config::default()
+            .leader_election(election)
             .metrics_bind_address(self.metrics_bind_address)
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
@@ -113,6 +141,28 @@ pub fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
     full.parse().map(BindAddress::On).map_err(|_| {
         format!("`{value}` is not an address; use `:PORT`, `HOST:PORT` or `0` to turn it off")
     })
+}
+
+/// Parses a duration: a number with `ms`, `s`, `m` or `h` (`15s`, `1m30s` is not accepted), or
+/// plain seconds.
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let bad = || format!("`{value}` is not a duration; use e.g. `15s`, `500ms`, `2m` or `1h`");
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad())
 }
 
 #[cfg(test)]
@@ -164,6 +214,35 @@ mod tests {
     fn zero_concurrency_and_unknown_log_formats_are_rejected() {
         assert!(Flags::try_parse_from(["op", "--max-concurrent-reconciles=0"]).is_err());
         assert!(Flags::try_parse_from(["op", "--log-format=xml"]).is_err());
+    }
+
+    #[test]
+    fn durations_take_units_and_leader_election_timings_are_validated() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .contains("`soon` is not a duration")
+        );
+        let flags = Flags::try_parse_from([
+            "op",
+            "--leader-elect",
+            "--leader-election-renew-deadline=20s",
+        ])
+        .unwrap();
+        assert!(
+            matches!(flags.config(), Err(Error::InvalidFlags(m)) if m.contains("renew deadline"))
+        );
+        let flags = Flags::try_parse_from(["op", "--leader-elect"]).unwrap();
+        let election = flags
+            .config()
+            .unwrap()
+            .leader_election
+            .expect("--leader-elect turns it on");
+        assert_eq!(election.lease, "kubeward-leader");
     }
 
     #[test]

@@ -29,8 +29,8 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::Config;
-pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address};
+pub use self::config::{Config, LeaderElection};
+pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address, parse_duration};
 pub use self::http::Check;
 pub use self::logging::init_logging;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
@@ -81,6 +81,15 @@ pub enum Error {
     RunnablePanicked {
         /// Its name.
         name: String,
+    },
+    /// The leader-election configuration is invalid.
+    #[error("setting up leader election")]
+    LeaderElection(#[source] crate::leader::Error),
+    /// This replica stopped leading; it exits so that it never reconciles without the Lease.
+    #[error("lost the leader-election Lease {lease}")]
+    LeadershipLost {
+        /// The Lease's name.
+        lease: String,
     },
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]

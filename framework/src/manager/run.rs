@@ -11,6 +11,43 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{Endpoints, serve};
 use super::{BindAddress, Error, Manager, Result, cancel_on_signal};
+use crate::leader::{LeaderElector, Leadership};
+
+/// A running election: the handle to watch, the token that releases the Lease, the task.
+struct Election {
+    lease: String,
+    leadership: Leadership,
+    release: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Waits until `leadership` leads; never, without leader election.
+async fn wait_leading(leadership: Option<&mut Leadership>) -> Result<(), crate::leader::Error> {
+    match leadership {
+        Some(l) => l.leading().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until `leadership` no longer leads; never, without leader election.
+async fn wait_lost(leadership: Option<&mut Leadership>) {
+    match leadership {
+        Some(l) => l.lost().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The namespace of the pod this runs in, else the client's default namespace.
+fn pod_namespace(client: &kube::Client) -> String {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok()
+        })
+        .map(|ns| ns.trim().to_owned())
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| client.default_namespace().to_owned())
+}
 
 impl Manager {
     /// Runs every runnable until SIGTERM/SIGINT (or the [shutdown token](Self::shutdown_token)),
@@ -21,6 +58,7 @@ impl Manager {
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
     /// then shut down first), or work still running when the shutdown timeout ran out.
     pub async fn run(self) -> Result<()> {
+        let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;
         let signals = tokio::spawn(cancel_on_signal(self.shutdown.clone()));
@@ -29,37 +67,99 @@ impl Manager {
             tracing::debug!(error = %e, "informers were already started");
         }
 
+        let (mut waiting, free): (Vec<_>, Vec<_>) = self
+            .runnables
+            .lock()
+            .drain(..)
+            .partition(|r| election.is_some() && r.needs_leader_election());
         let mut tasks = JoinSet::new();
-        for runnable in self.runnables.lock().drain(..) {
-            let name = runnable.name();
-            let token = self.shutdown.child_token();
-            tracing::debug!(%name, "starting");
-            tasks.spawn(async move {
-                let outcome = AssertUnwindSafe(runnable.run(token)).catch_unwind().await;
-                (name, outcome)
-            });
+        let mut gated = JoinSet::new();
+        for runnable in free {
+            self.spawn(&mut tasks, runnable);
         }
+        let mut to_lead = election.as_ref().map(|e| e.leadership.clone());
+        let mut to_lose = to_lead.clone();
+        let mut leading = false;
 
         let mut outcome = Ok(());
         loop {
             tokio::select! {
                 () = self.shutdown.cancelled() => break,
-                Some(joined) = tasks.join_next() => {
-                    if let Err(e) = ended(joined) {
-                        tracing::error!(error = %e, "stopping the manager");
-                        outcome = Err(e);
-                        self.shutdown.cancel();
-                        break;
+                became = wait_leading(to_lead.as_mut()), if !leading => {
+                    if became.is_err() {
+                        continue;
+                    }
+                    leading = true;
+                    tracing::info!("leading: starting controllers");
+                    for runnable in waiting.drain(..) {
+                        self.spawn(&mut gated, runnable);
                     }
                 }
+                () = wait_lost(to_lose.as_mut()), if leading => {
+                    // Stop at once: a replica never reconciles without the Lease.
+                    gated.abort_all();
+                    let lease = election.as_ref().map(|e| e.lease.clone()).unwrap_or_default();
+                    tracing::error!(%lease, "lost leadership; shutting down");
+                    outcome = Err(Error::LeadershipLost { lease });
+                    self.shutdown.cancel();
+                    break;
+                }
+                Some(joined) = tasks.join_next() => self.note_ended(joined, &mut outcome),
+                Some(joined) = gated.join_next() => self.note_ended(joined, &mut outcome),
+            }
+            if outcome.is_err() {
+                break;
             }
         }
 
         self.probes.begin_shutdown();
+        let drained = self.drain(&mut tasks, &mut gated).await;
+        if outcome.is_ok() {
+            outcome = drained;
+        }
+        self.factory.shutdown().await;
+        if let Some(election) = election {
+            // Release the Lease only after the controllers stopped, so a successor never overlaps.
+            election.release.cancel();
+            let _ = election.task.await;
+        }
+        stop_servers.cancel();
+        while servers.join_next().await.is_some() {}
+        signals.abort();
+        tracing::info!("manager stopped");
+        outcome
+    }
+
+    fn spawn(&self, tasks: &mut JoinSet<Ended>, runnable: Box<dyn super::Runnable>) {
+        let name = runnable.name();
+        let token = self.shutdown.child_token();
+        tracing::debug!(%name, "starting");
+        tasks.spawn(async move {
+            let outcome = AssertUnwindSafe(runnable.run(token)).catch_unwind().await;
+            (name, outcome)
+        });
+    }
+
+    /// Records a runnable that ended; an error or panic starts shutdown.
+    fn note_ended(&self, joined: Result<Ended, tokio::task::JoinError>, outcome: &mut Result<()>) {
+        if let Err(e) = ended(joined) {
+            tracing::error!(error = %e, "stopping the manager");
+            if outcome.is_ok() {
+                *outcome = Err(e);
+            }
+            self.shutdown.cancel();
+        }
+    }
+
+    /// Waits up to the graceful timeout for every runnable to finish; aborts what is left.
+    async fn drain(&self, tasks: &mut JoinSet<Ended>, gated: &mut JoinSet<Ended>) -> Result<()> {
         let timeout = self.config.graceful_shutdown_timeout;
         let drained = tokio::time::timeout(timeout, async {
             let mut first_error = None;
-            while let Some(joined) = tasks.join_next().await {
+            while let Some(joined) = match tasks.join_next().await {
+                Some(joined) => Some(joined),
+                None => gated.join_next().await,
+            } {
                 if let Err(e) = ended(joined) {
                     tracing::error!(error = %e, "failed while shutting down");
                     first_error.get_or_insert(e);
@@ -69,31 +169,63 @@ impl Manager {
         })
         .await;
         match drained {
-            Ok(Some(e)) if outcome.is_ok() => outcome = Err(e),
-            Ok(_) => {}
+            Ok(None) => Ok(()),
+            Ok(Some(e)) => Err(e),
             Err(_) => {
-                tasks.abort_all();
                 let mut unfinished = Vec::new();
-                while let Some(joined) = tasks.join_next_with_id().await {
-                    if let Err(e) = joined {
-                        unfinished.push(format!("task {}", e.id()));
+                for set in [tasks, gated] {
+                    set.abort_all();
+                    while let Some(joined) = set.join_next_with_id().await {
+                        if let Err(e) = joined {
+                            unfinished.push(format!("task {}", e.id()));
+                        }
                     }
                 }
-                if outcome.is_ok() {
-                    outcome = Err(Error::ShutdownTimeout {
-                        seconds: timeout.as_secs(),
-                        unfinished,
-                    });
-                }
+                Err(Error::ShutdownTimeout {
+                    seconds: timeout.as_secs(),
+                    unfinished,
+                })
             }
         }
+    }
 
-        self.factory.shutdown().await;
-        stop_servers.cancel();
-        while servers.join_next().await.is_some() {}
-        signals.abort();
-        tracing::info!("manager stopped");
-        outcome
+    /// Starts the elector when leader election is on; it competes until the release token.
+    fn start_election(&self) -> Result<Option<Election>> {
+        let Some(settings) = &self.config.leader_election else {
+            return Ok(None);
+        };
+        let namespace = settings
+            .namespace
+            .clone()
+            .unwrap_or_else(|| pod_namespace(&self.client));
+        let metrics = self.metrics.clone();
+        let (started, stopped) = (metrics.clone(), metrics);
+        let (lease_started, lease_stopped) = (settings.lease.clone(), settings.lease.clone());
+        let elector = LeaderElector::new(
+            self.client.clone(),
+            &namespace,
+            &settings.lease,
+            settings.config.clone(),
+        )
+        .map_err(Error::LeaderElection)?
+        .on_started_leading(move |_| started.set_leader(&lease_started, true))
+        .on_stopped_leading(move |_| stopped.set_leader(&lease_stopped, false));
+        self.metrics.set_leader(&settings.lease, false);
+        let leadership = elector.leadership();
+        let health = leadership.clone();
+        self.probes.add_health(
+            "leader-election".into(),
+            Arc::new(move || health.healthy().map_err(|e| e.to_string())),
+        );
+        tracing::info!(identity = elector.identity(), lease = %settings.lease, %namespace, "leader election on");
+        let release = CancellationToken::new();
+        let task = tokio::spawn(elector.run(release.clone().cancelled_owned()));
+        Ok(Some(Election {
+            lease: settings.lease.clone(),
+            leadership,
+            release,
+            task,
+        }))
     }
 
     async fn bind_endpoints(&self, stop: &CancellationToken) -> Result<JoinSet<()>> {
