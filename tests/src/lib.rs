@@ -38,10 +38,18 @@ pub async fn ensure_crd<K: kube::CustomResourceExt>(client: kube::Client) -> any
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(e) => return Err(e.into()),
     }
-    wait_for(Duration::from_secs(30), &format!("CRD {name} to be established"), || async {
-        let crd = crds.get(&name).await.ok()?;
-        let established = crd.status?.conditions?.iter().any(|c| c.type_ == "Established" && c.status == "True");
-        established.then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        &format!("CRD {name} to be established"),
+        || async {
+            let crd = crds.get(&name).await.ok()?;
+            let established = crd
+                .status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            established.then_some(())
+        },
+    )
     .await
 }

@@ -13,7 +13,9 @@ use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler}
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::ControlPlane;
-use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller, generated_name};
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller, generated_name,
+};
 use kubeward_tests::{ensure_crd, wait_for};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
@@ -25,14 +27,27 @@ fn start(manager: Manager) -> (CancellationToken, JoinHandle<kubeward::manager::
     (token, tokio::spawn(manager.run()))
 }
 
-async fn stop(token: CancellationToken, run: JoinHandle<kubeward::manager::Result<()>>) -> anyhow::Result<()> {
+async fn stop(
+    token: CancellationToken,
+    run: JoinHandle<kubeward::manager::Result<()>>,
+) -> anyhow::Result<()> {
     token.cancel();
-    tokio::time::timeout(Duration::from_secs(30), run).await??.map_err(Into::into)
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await??
+        .map_err(Into::into)
 }
 
 fn generator(name: &str, content: &str) -> ConfigMapGenerator {
-    let mut g = ConfigMapGenerator::new(name, ConfigMapGeneratorSpec { content: content.into() });
-    g.metadata = ObjectMeta { name: Some(name.into()), ..ObjectMeta::default() };
+    let mut g = ConfigMapGenerator::new(
+        name,
+        ConfigMapGeneratorSpec {
+            content: content.into(),
+        },
+    );
+    g.metadata = ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
     g
 }
 
@@ -41,11 +56,17 @@ fn content(cm: &ConfigMap) -> Option<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps() -> anyhow::Result<()> {
+async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps()
+-> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
     ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("operator").await?;
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())).max_concurrent_reconciles(4));
+    let manager = Manager::new(
+        cp.client(),
+        Config::default()
+            .namespace(Some(ns.clone()))
+            .max_concurrent_reconciles(4),
+    );
     manager.add(controller());
     let (token, run) = start(manager);
 
@@ -54,63 +75,122 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
     futures::stream::iter(0..200)
         .map(|i| {
             let generators = generators.clone();
-            async move { generators.create(&PostParams::default(), &generator(&format!("gen-{i}"), &format!("v{i}"))).await }
+            async move {
+                generators
+                    .create(
+                        &PostParams::default(),
+                        &generator(&format!("gen-{i}"), &format!("v{i}")),
+                    )
+                    .await
+            }
         })
         .buffer_unordered(16)
         .try_collect::<Vec<_>>()
         .await?;
 
-    wait_for(Duration::from_secs(120), "200 generated ConfigMaps with their generator's content", || async {
-        let cms = configmaps.list(&ListParams::default()).await.ok()?;
-        let by_name: HashMap<String, ConfigMap> = cms.items.into_iter().map(|cm| (cm.name_any(), cm)).collect();
-        (0..200)
-            .all(|i| by_name.get(&format!("gen-{i}-generated")).and_then(content) == Some(&format!("v{i}")))
-            .then_some(())
-    })
+    wait_for(
+        Duration::from_secs(120),
+        "200 generated ConfigMaps with their generator's content",
+        || async {
+            let cms = configmaps.list(&ListParams::default()).await.ok()?;
+            let by_name: HashMap<String, ConfigMap> = cms
+                .items
+                .into_iter()
+                .map(|cm| (cm.name_any(), cm))
+                .collect();
+            (0..200)
+                .all(|i| {
+                    by_name.get(&format!("gen-{i}-generated")).and_then(content)
+                        == Some(&format!("v{i}"))
+                })
+                .then_some(())
+        },
+    )
     .await?;
-    wait_for(Duration::from_secs(60), "every generator Ready with its finalizer", || async {
-        let all = generators.list(&ListParams::default()).await.ok()?;
-        all.items
-            .iter()
-            .all(|g| {
-                let ready = g.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                ready && g.finalizers().iter().any(|f| f == FINALIZER)
-            })
-            .then_some(())
-    })
+    wait_for(
+        Duration::from_secs(60),
+        "every generator Ready with its finalizer",
+        || async {
+            let all = generators.list(&ListParams::default()).await.ok()?;
+            all.items
+                .iter()
+                .all(|g| {
+                    let ready = g.status.as_ref().is_some_and(|s| {
+                        s.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Ready" && c.status == "True")
+                    });
+                    ready && g.finalizers().iter().any(|f| f == FINALIZER)
+                })
+                .then_some(())
+        },
+    )
     .await?;
 
     // A spec change is reconciled.
     let change = serde_json::json!({ "spec": { "content": "changed" } });
-    generators.patch("gen-0", &PatchParams::default(), &Patch::Merge(&change)).await?;
-    wait_for(Duration::from_secs(30), "gen-0's ConfigMap to follow the spec change", || async {
-        let cm = configmaps.get("gen-0-generated").await.ok()?;
-        (content(&cm) == Some("changed")).then_some(())
-    })
+    generators
+        .patch("gen-0", &PatchParams::default(), &Patch::Merge(&change))
+        .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "gen-0's ConfigMap to follow the spec change",
+        || async {
+            let cm = configmaps.get("gen-0-generated").await.ok()?;
+            (content(&cm) == Some("changed")).then_some(())
+        },
+    )
     .await?;
 
     // A ConfigMap edited by hand is repaired, through the owner reference.
     let tamper = serde_json::json!({ "data": { "content": "tampered" } });
-    configmaps.patch("gen-1-generated", &PatchParams::default(), &Patch::Merge(&tamper)).await?;
-    wait_for(Duration::from_secs(30), "gen-1's ConfigMap to be repaired", || async {
-        let cm = configmaps.get("gen-1-generated").await.ok()?;
-        (content(&cm) == Some("v1")).then_some(())
-    })
+    configmaps
+        .patch(
+            "gen-1-generated",
+            &PatchParams::default(),
+            &Patch::Merge(&tamper),
+        )
+        .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "gen-1's ConfigMap to be repaired",
+        || async {
+            let cm = configmaps.get("gen-1-generated").await.ok()?;
+            (content(&cm) == Some("v1")).then_some(())
+        },
+    )
     .await?;
 
     // Deletion runs cleanup, removes the finalizer, and the generator goes away.
     let doomed = generators.get("gen-2").await?;
     generators.delete("gen-2", &DeleteParams::default()).await?;
-    wait_for(Duration::from_secs(30), "gen-2 and its ConfigMap to be gone", || async {
-        let generator_gone = generators.get_opt("gen-2").await.ok()?.is_none();
-        let cm_gone = configmaps.get_opt(&generated_name(&doomed)).await.ok()?.is_none();
-        (generator_gone && cm_gone).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "gen-2 and its ConfigMap to be gone",
+        || async {
+            let generator_gone = generators.get_opt("gen-2").await.ok()?.is_none();
+            let cm_gone = configmaps
+                .get_opt(&generated_name(&doomed))
+                .await
+                .ok()?
+                .is_none();
+            (generator_gone && cm_gone).then_some(())
+        },
+    )
     .await?;
 
     let events: Api<Event> = Api::namespaced(cp.client(), &ns);
-    let reasons: HashSet<String> = events.list(&ListParams::default()).await?.items.into_iter().filter_map(|e| e.reason).collect();
-    assert!(reasons.contains("Generated") && reasons.contains("Deleted"), "events seen: {reasons:?}");
+    let reasons: HashSet<String> = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons.contains("Generated") && reasons.contains("Deleted"),
+        "events seen: {reasons:?}"
+    );
 
     stop(token, run).await
 }
@@ -130,23 +210,38 @@ struct Recording(Arc<Instrumented>);
 impl Reconciler<ConfigMap> for Recording {
     type Error = kube::Error;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, _ctx: &Context<ConfigMap>) -> Result<Action, kube::Error> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, kube::Error> {
         let name = cm.name_any();
         if !self.0.in_flight.lock().insert(name.clone()) {
             self.0.overlaps.lock().push(name.clone());
         }
-        self.0.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(5)).await;
-        self.0.reconciled.lock().insert(name.clone(), cm.resource_version().unwrap_or_default());
+        self.0
+            .reconciled
+            .lock()
+            .insert(name.clone(), cm.resource_version().unwrap_or_default());
         self.0.in_flight.lock().remove(&name);
         Ok(Action::await_change())
     }
 }
 
-async fn create_configmaps(api: &Api<ConfigMap>, names: impl Iterator<Item = String>) -> anyhow::Result<()> {
+async fn create_configmaps(
+    api: &Api<ConfigMap>,
+    names: impl Iterator<Item = String>,
+) -> anyhow::Result<()> {
     for name in names {
         let cm = ConfigMap {
-            metadata: ObjectMeta { name: Some(name), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some(name),
+                ..ObjectMeta::default()
+            },
             data: Some(BTreeMap::from([("n".to_owned(), "0".to_owned())])),
             ..ConfigMap::default()
         };
@@ -164,7 +259,11 @@ async fn a_key_is_never_reconciled_twice_at_once_under_a_flood_of_updates() -> a
 
     let recording = Recording::default();
     let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
-    manager.add(Controller::new(recording.clone()).name("flood").concurrency(8));
+    manager.add(
+        Controller::new(recording.clone())
+            .name("flood")
+            .concurrency(8),
+    );
     let (token, run) = start(manager);
 
     for round in 1..=20 {
@@ -172,22 +271,42 @@ async fn a_key_is_never_reconciled_twice_at_once_under_a_flood_of_updates() -> a
             .map(|i| {
                 let api = api.clone();
                 let patch = serde_json::json!({ "data": { "n": round.to_string() } });
-                async move { api.patch(&format!("cm-{i}"), &PatchParams::default(), &Patch::Merge(&patch)).await }
+                async move {
+                    api.patch(
+                        &format!("cm-{i}"),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                }
             })
             .buffer_unordered(20)
             .try_collect::<Vec<_>>()
             .await?;
     }
     let latest = latest_versions(&api).await?;
-    wait_for(Duration::from_secs(60), "every ConfigMap's last update to be reconciled", || async {
-        let reconciled = recording.0.reconciled.lock();
-        latest.iter().all(|(name, rv)| reconciled.get(name) == Some(rv)).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(60),
+        "every ConfigMap's last update to be reconciled",
+        || async {
+            let reconciled = recording.0.reconciled.lock();
+            latest
+                .iter()
+                .all(|(name, rv)| reconciled.get(name) == Some(rv))
+                .then_some(())
+        },
+    )
     .await?;
     let overlaps = recording.0.overlaps.lock().clone();
-    assert!(overlaps.is_empty(), "keys reconciled concurrently: {overlaps:?}");
+    assert!(
+        overlaps.is_empty(),
+        "keys reconciled concurrently: {overlaps:?}"
+    );
     let calls = recording.0.calls.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(calls >= 20, "every ConfigMap was reconciled at least once (calls: {calls})");
+    assert!(
+        calls >= 20,
+        "every ConfigMap was reconciled at least once (calls: {calls})"
+    );
     stop(token, run).await
 }
 
@@ -215,7 +334,11 @@ struct Trouble(&'static str);
 impl Reconciler<ConfigMap> for Troubled {
     type Error = Trouble;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, _ctx: &Context<ConfigMap>) -> Result<Action, Trouble> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Trouble> {
         let name = cm.name_any();
         let attempt = {
             let mut attempts = self.attempts.lock();
@@ -231,8 +354,17 @@ impl Reconciler<ConfigMap> for Troubled {
         }
     }
 
-    fn error_policy(&self, _cm: &ConfigMap, error: &Trouble, _ctx: &Context<ConfigMap>) -> ErrorAction {
-        if error.0 == "cannot ever work" { ErrorAction::Terminal } else { ErrorAction::Retry }
+    fn error_policy(
+        &self,
+        _cm: &ConfigMap,
+        error: &Trouble,
+        _ctx: &Context<ConfigMap>,
+    ) -> ErrorAction {
+        if error.0 == "cannot ever work" {
+            ErrorAction::Terminal
+        } else {
+            ErrorAction::Retry
+        }
     }
 }
 
@@ -242,7 +374,11 @@ fn counter(manager_registry: &prometheus::Registry, family: &str, controller: &s
         .iter()
         .filter(|f| f.name() == family)
         .flat_map(|f| f.get_metric().iter())
-        .filter(|m| m.get_label().iter().any(|l| l.name() == "controller" && l.value() == controller))
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "controller" && l.value() == controller)
+        })
         .map(|m| m.get_counter().get_value())
         .sum()
 }
@@ -252,7 +388,13 @@ async fn failures_back_off_terminal_errors_stop_and_panics_are_retried() -> anyh
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("trouble").await?;
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
-    create_configmaps(&api, ["flaky", "terminal", "panicky"].into_iter().map(String::from)).await?;
+    create_configmaps(
+        &api,
+        ["flaky", "terminal", "panicky"]
+            .into_iter()
+            .map(String::from),
+    )
+    .await?;
 
     let troubled = Troubled::default();
     let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
@@ -266,24 +408,54 @@ async fn failures_back_off_terminal_errors_stop_and_panics_are_retried() -> anyh
     let registry = manager.registry().clone();
     let (token, run) = start(manager);
 
-    wait_for(Duration::from_secs(30), "flaky to succeed on its fifth attempt and panicky on its third", || async {
-        let attempts = troubled.attempts.lock();
-        let flaky = attempts.get("flaky").map_or(0, Vec::len);
-        let panicky = attempts.get("panicky").map_or(0, Vec::len);
-        (flaky >= 5 && panicky >= 3).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "flaky to succeed on its fifth attempt and panicky on its third",
+        || async {
+            let attempts = troubled.attempts.lock();
+            let flaky = attempts.get("flaky").map_or(0, Vec::len);
+            let panicky = attempts.get("panicky").map_or(0, Vec::len);
+            (flaky >= 5 && panicky >= 3).then_some(())
+        },
+    )
     .await?;
     let attempts = troubled.attempts.lock().clone();
     let flaky = &attempts["flaky"];
     // Retries wait 50, 100, 200, 400 ms: each gap at least its backoff, and growing.
     for (i, pair) in flaky.windows(2).take(4).enumerate() {
         let gap = pair[1] - pair[0];
-        assert!(gap >= base * 2_u32.pow(u32::try_from(i)?), "retry {i} came after {gap:?}");
+        assert!(
+            gap >= base * 2_u32.pow(u32::try_from(i)?),
+            "retry {i} came after {gap:?}"
+        );
     }
-    assert!(flaky[4] - flaky[3] > flaky[1] - flaky[0], "backoff did not grow: {flaky:?}");
-    assert_eq!(attempts["terminal"].len(), 1, "a terminal error must not be retried");
+    assert!(
+        flaky[4] - flaky[3] > flaky[1] - flaky[0],
+        "backoff did not grow: {flaky:?}"
+    );
+    assert_eq!(
+        attempts["terminal"].len(),
+        1,
+        "a terminal error must not be retried"
+    );
     assert!(!run.is_finished(), "the manager keeps running after panics");
-    assert!((counter(&registry, "controller_runtime_reconcile_panics_total", "trouble") - 2.0).abs() < f64::EPSILON);
-    assert!((counter(&registry, "controller_runtime_terminal_reconcile_errors_total", "trouble") - 1.0).abs() < f64::EPSILON);
+    assert!(
+        (counter(
+            &registry,
+            "controller_runtime_reconcile_panics_total",
+            "trouble"
+        ) - 2.0)
+            .abs()
+            < f64::EPSILON
+    );
+    assert!(
+        (counter(
+            &registry,
+            "controller_runtime_terminal_reconcile_errors_total",
+            "trouble"
+        ) - 1.0)
+            .abs()
+            < f64::EPSILON
+    );
     stop(token, run).await
 }

@@ -5,3 +5,4 @@ mod control_plane;
 mod controller;
 mod fake;
 mod leader;
+mod manager;
