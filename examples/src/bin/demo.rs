@@ -1,20 +1,30 @@
-//! Starts a local control plane and shows it answering: the README's demo.
+//! The README's demo: the example operator against a local control plane it starts.
 //!
-//! Run with `bash scripts/demo`. It starts etcd and kube-apiserver on loopback, writes a
-//! kubeconfig you can point kubectl at, stores and reads back a ConfigMap, and waits for Ctrl-C
-//! (or exits at once with `--once`).
+//! Run with `bash scripts/demo`. It starts etcd and kube-apiserver on loopback, installs the
+//! `ConfigMapGenerator` CRD, runs the operator (the same controller as `configmap_generator`)
+//! with its metrics on a free port, creates a sample generator, and shows the ConfigMap it
+//! produced, its status and a few lines of `/metrics`. Ctrl-C stops it (`--once` exits at once).
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::PostParams;
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, CustomResourceExt as _, ResourceExt as _};
+use kubeward::manager::{BindAddress, Config, Manager};
 use kubeward::testing::ControlPlane;
+use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Command-line flags of the demo.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Exit after showing the control plane answering, instead of waiting for Ctrl-C.
+    /// Exit after showing the result, instead of waiting for Ctrl-C.
     #[arg(long)]
     once: bool,
 }
@@ -22,49 +32,72 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-
-    // ANCHOR: control_plane
-    let cp = ControlPlane::start()
-        .await
-        .context("starting the local control plane")?;
-    let namespace = cp.create_namespace("demo").await?;
-    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &namespace);
-    let greeting = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some("greeting".into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("hello".to_owned(), "world".to_owned())].into()),
-        ..ConfigMap::default()
-    };
-    configmaps.create(&PostParams::default(), &greeting).await?;
-    let stored = configmaps.get("greeting").await?;
-    // ANCHOR_END: control_plane
-
+    say("starting etcd and kube-apiserver on loopback (the first run builds kube-apiserver)")?;
+    let cp = ControlPlane::start().await.context("starting the local control plane")?;
     // Logging starts after start-up: kube's client logs each 500 from `/readyz` while it warms up.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("info,kube_client=warn").init();
+    say(&format!("control plane at {}; kubectl --kubeconfig {}", cp.server_url(), cp.kubeconfig().display()))?;
 
-    tracing::info!(
-        server = %cp.server_url(),
-        kubeconfig = %cp.kubeconfig().display(),
-        "control plane ready"
-    );
-    tracing::info!(
-        namespace,
-        uid = stored.metadata.uid.as_deref().unwrap_or_default(),
-        resource_version = stored
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap_or_default(),
-        "stored ConfigMap greeting; try: kubectl --kubeconfig {} get configmaps -A",
-        cp.kubeconfig().display()
-    );
+    let crds: Api<CustomResourceDefinition> = Api::all(cp.client());
+    crds.create(&PostParams::default(), &ConfigMapGenerator::crd()).await?;
+    let established = await_condition(crds, "configmapgenerators.demo.kubeward.dev", conditions::is_crd_established());
+    tokio::time::timeout(Duration::from_secs(30), established).await??;
+
+    // ANCHOR: manager
+    let metrics_addr = free_addr()?;
+    let config = Config::default().metrics_bind_address(BindAddress::On(metrics_addr));
+    let manager = Manager::new(cp.client(), config);
+    manager.add(controller());
+    let shutdown = manager.shutdown_token();
+    let operator = tokio::spawn(manager.run());
+    // ANCHOR_END: manager
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), "default");
+    let sample = ConfigMapGenerator::new("hello", ConfigMapGeneratorSpec { content: "Hello from kubeward!".into() });
+    generators.create(&PostParams::default(), &sample).await?;
+    say("created ConfigMapGenerator default/hello")?;
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
+    let name = generated_name(&sample);
+    let produced = await_condition(configmaps, &name, |cm: Option<&ConfigMap>| cm.is_some());
+    let produced = tokio::time::timeout(Duration::from_secs(30), produced).await??.context("the ConfigMap exists")?;
+    let content = produced.data.unwrap_or_default().remove("content").unwrap_or_default();
+    say(&format!("the operator produced ConfigMap default/{}: content = {content:?}", produced.name_any()))?;
+
+    let ready = await_condition(generators.clone(), "hello", |g: Option<&ConfigMapGenerator>| {
+        g.and_then(|g| g.status.as_ref()).is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready"))
+    });
+    let generator = tokio::time::timeout(Duration::from_secs(30), ready).await??.context("the generator exists")?;
+    say(&format!("status: {}", serde_json::to_string(&generator.status)?))?;
+
+    let metrics = scrape(metrics_addr).await?;
+    for line in metrics.lines().filter(|l| l.starts_with("controller_runtime_reconcile_total") || l.starts_with("workqueue_depth")) {
+        say(&format!("metrics: {line}"))?;
+    }
+
     if !args.once {
-        tracing::info!("press Ctrl-C to stop");
+        say(&format!("metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"))?;
         tokio::signal::ctrl_c().await?;
     }
+    shutdown.cancel();
+    operator.await??;
+    say("stopped cleanly")?;
     Ok(())
+}
+
+fn say(line: &str) -> std::io::Result<()> {
+    writeln!(std::io::stdout(), "demo: {line}")
+}
+
+fn free_addr() -> std::io::Result<SocketAddr> {
+    TcpListener::bind("127.0.0.1:0")?.local_addr()
+}
+
+/// GET /metrics over plain HTTP/1.0.
+async fn scrape(addr: SocketAddr) -> anyhow::Result<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    Ok(response)
 }

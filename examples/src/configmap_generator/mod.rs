@@ -7,5 +7,5 @@
 mod crd;
 mod reconciler;
 
-pub use crd::{ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus, Condition};
+pub use crd::{Condition, ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus};
 pub use reconciler::{FINALIZER, Generator, MANAGER, controller, generated_name};

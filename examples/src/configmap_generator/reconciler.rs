@@ -60,13 +60,14 @@ impl Reconciler<ConfigMapGenerator> for Generator {
         };
         let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client(), &namespace);
         let apply = PatchParams::apply(MANAGER).force();
-        configmaps.patch(&name, &apply, &Patch::Apply(&wanted)).await?;
+        configmaps
+            .patch(&name, &apply, &Patch::Apply(&wanted))
+            .await?;
 
         let generation = generator.metadata.generation;
-        let already_reported = generator
-            .status
-            .as_ref()
-            .is_some_and(|s| s.observed_generation == generation && s.config_map.as_deref() == Some(&name));
+        let already_reported = generator.status.as_ref().is_some_and(|s| {
+            s.observed_generation == generation && s.config_map.as_deref() == Some(&name)
+        });
         if !already_reported {
             let status = ConfigMapGeneratorStatus {
                 observed_generation: generation,
@@ -82,12 +83,19 @@ impl Reconciler<ConfigMapGenerator> for Generator {
             let generators: Api<ConfigMapGenerator> = Api::namespaced(ctx.client(), &namespace);
             let patch = json!({ "status": status });
             generators
-                .patch_status(&generator.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .patch_status(
+                    &generator.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await?;
             let event = Event {
                 type_: EventType::Normal,
                 reason: "Generated".into(),
-                note: Some(format!("applied ConfigMap {name} for generation {}", generation.unwrap_or_default())),
+                note: Some(format!(
+                    "applied ConfigMap {name} for generation {}",
+                    generation.unwrap_or_default()
+                )),
                 action: "Apply".into(),
                 secondary: None,
             };
@@ -103,7 +111,10 @@ impl Reconciler<ConfigMapGenerator> for Generator {
     ) -> Result<(), kube::Error> {
         let namespace = generator.namespace().unwrap_or_default();
         let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client(), &namespace);
-        match configmaps.delete(&generated_name(&generator), &DeleteParams::default()).await {
+        match configmaps
+            .delete(&generated_name(&generator), &DeleteParams::default())
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => return Err(e),
