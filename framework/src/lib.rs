@@ -4,5 +4,7 @@
 //! The framework grows issue by issue; the modules below are what has landed.
 #![doc(test(attr(deny(warnings))))]
 
+pub mod cache;
+pub mod informer;
 #[cfg(feature = "testing")]
 pub mod testing;
