@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::io::Read as _;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
 use super::process::Supervised;
-use super::{Binaries, Error, Result, io_error};
+use super::{Binaries, Error, Result, TcpProxy, io_error};
 
 /// How long start-up may take before it is reported as failed.
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
@@ -32,6 +32,7 @@ pub struct ControlPlane {
     apiserver: Supervised,
     etcd: Supervised,
     config: Config,
+    api_port: u16,
     kubeconfig: PathBuf,
     etcd_url: String,
     dir: TempDir,
@@ -71,13 +72,9 @@ impl ControlPlane {
     }
 
     /// A client with cluster-admin rights (`system:masters`).
-    ///
-    /// # Panics
-    /// Never in practice: the configuration was already validated when the control plane started.
     #[must_use]
     pub fn client(&self) -> Client {
-        Client::try_from(self.config.clone())
-            .expect("the control plane's client config was validated at start")
+        client_from(self.config.clone())
     }
 
     /// The configuration behind [`Self::client`], to adjust before building a client.
@@ -93,10 +90,10 @@ impl ControlPlane {
         config.auth_info.impersonate = Some(user.to_owned());
         config.auth_info.impersonate_groups =
             Some(groups.iter().map(|g| (*g).to_owned()).collect());
-        Client::try_from(config).expect("an impersonating config differs only in headers")
+        client_from(config)
     }
 
-    /// A client that acts as the ServiceAccount `namespace/name`, as a pod running under it would.
+    /// A client that acts as the `ServiceAccount` `namespace/name`, as a pod running under it would.
     #[must_use]
     pub fn service_account_client(&self, namespace: &str, name: &str) -> Client {
         let user = format!("system:serviceaccount:{namespace}:{name}");
@@ -105,6 +102,20 @@ impl ControlPlane {
             &user,
             &["system:serviceaccounts", &ns_group, "system:authenticated"],
         )
+    }
+
+    /// An admin client whose traffic goes through `proxy`, so a test can cut or stall it.
+    #[must_use]
+    pub fn client_through(&self, proxy: &TcpProxy) -> Client {
+        let mut config = self.config.clone();
+        config.cluster_url = https_url(proxy.addr());
+        client_from(config)
+    }
+
+    /// The address kube-apiserver listens on, to put a [`TcpProxy`] in front of it.
+    #[must_use]
+    pub fn apiserver_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.api_port))
     }
 
     /// A kubeconfig file for kubectl and helm, with the admin token.
@@ -192,11 +203,23 @@ impl ControlPlane {
             apiserver,
             etcd,
             config,
+            api_port,
             kubeconfig,
             etcd_url,
             dir,
         })
     }
+}
+
+/// Builds a client from a configuration derived from the one validated at start-up.
+fn client_from(config: Config) -> Client {
+    Client::try_from(config).expect("configs derived from the validated start-up config are valid")
+}
+
+fn https_url(addr: SocketAddr) -> http::Uri {
+    format!("https://{addr}")
+        .parse()
+        .expect("a socket address makes a valid URL")
 }
 
 fn etcd_args(root: &Path, client_url: &str, peer_port: u16) -> Vec<String> {

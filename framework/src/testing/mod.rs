@@ -15,9 +15,11 @@
 mod binaries;
 mod control_plane;
 mod process;
+mod proxy;
 
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
+pub use proxy::TcpProxy;
 
 /// Errors from starting or talking to the local control plane.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,13 @@
 //! The local control plane is real: it stores objects, enforces RBAC and cleans up after itself.
 
 use std::path::Path;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, TcpProxy};
+use kubeward_tests::wait_for;
 
 fn config_map(name: &str, value: &str) -> ConfigMap {
     ConfigMap {
@@ -40,7 +42,7 @@ async fn a_config_map_is_stored_and_an_unbound_service_account_is_forbidden() ->
     let unbound: Api<ConfigMap> = Api::namespaced(cp.service_account_client(&ns, "nobody"), &ns);
     match unbound.get("stored").await {
         Err(kube::Error::Api(status)) => {
-            assert_eq!(status.code, 403, "expected Forbidden, got {status:?}")
+            assert_eq!(status.code, 403, "expected Forbidden, got {status:?}");
         }
         other => panic!("an unbound ServiceAccount must be forbidden, got {other:?}"),
     }
@@ -124,4 +126,45 @@ fn a_control_plane_dropped_by_a_panicking_test_leaves_no_process_behind() {
         "the temporary folder {} was not removed",
         dir.display()
     );
+}
+
+#[tokio::test]
+async fn the_proxy_cuts_stalls_and_restores_traffic_to_the_apiserver() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("proxy").await?;
+    let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
+    let through: Api<ConfigMap> = Api::namespaced(cp.client_through(&proxy), &ns);
+    let direct: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    direct
+        .create(&PostParams::default(), &config_map("seen", "1"))
+        .await?;
+
+    assert!(
+        through.get_opt("seen").await?.is_some(),
+        "the proxy forwards while open"
+    );
+    assert!(proxy.connections_accepted() >= 1);
+
+    proxy.cut();
+    assert!(
+        through.get_opt("seen").await.is_err(),
+        "a cut proxy lets no request through"
+    );
+
+    proxy.stall();
+    let stalled = tokio::time::timeout(Duration::from_secs(2), through.get_opt("seen")).await;
+    assert!(
+        stalled.is_err(),
+        "a stalled request must hang, not answer: {stalled:?}"
+    );
+
+    proxy.restore();
+    let restored = wait_for(
+        Duration::from_secs(20),
+        "a request through the restored proxy",
+        || async { through.get_opt("seen").await.ok().flatten() },
+    )
+    .await?;
+    assert_eq!(restored.metadata.name.as_deref(), Some("seen"));
+    Ok(())
 }

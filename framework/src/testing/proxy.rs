@@ -1,0 +1,158 @@
+//! Forwards TCP between a client and a server, and lets a test cut or stall the connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{Result, io_error};
+
+/// What the proxy does with bytes, for open and new connections alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Forward,
+    Stall,
+    Cut,
+}
+
+/// A TCP proxy on loopback that a test controls: it can cut every connection, or stall them
+/// (stop forwarding without closing, like a dead network path), and restore them.
+///
+/// Put it between a client and kube-apiserver with
+/// [`ControlPlane::client_through`](super::ControlPlane::client_through).
+#[derive(Debug)]
+pub struct TcpProxy {
+    addr: SocketAddr,
+    mode: Arc<watch::Sender<Mode>>,
+    accepted: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl TcpProxy {
+    /// Listens on a free loopback port and forwards every connection to `upstream`.
+    ///
+    /// # Errors
+    /// The listening socket could not be opened.
+    pub async fn start(upstream: SocketAddr) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(io_error("opening the proxy's listening socket"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(io_error("reading the proxy's address"))?;
+        let mode = Arc::new(watch::Sender::new(Mode::Forward));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(accept_loop(
+            listener,
+            upstream,
+            Arc::clone(&mode),
+            Arc::clone(&accepted),
+        ));
+        Ok(Self {
+            addr,
+            mode,
+            accepted,
+            task,
+        })
+    }
+
+    /// The address clients connect to.
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Closes every open connection and refuses new ones until [`Self::restore`].
+    pub fn cut(&self) {
+        self.mode.send_replace(Mode::Cut);
+    }
+
+    /// Stops forwarding bytes on open and new connections, without closing them.
+    pub fn stall(&self) {
+        self.mode.send_replace(Mode::Stall);
+    }
+
+    /// Forwards again; stalled bytes flow on.
+    pub fn restore(&self) {
+        self.mode.send_replace(Mode::Forward);
+    }
+
+    /// How many connections clients opened through the proxy so far.
+    #[must_use]
+    pub fn connections_accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.mode.send_replace(Mode::Cut);
+        self.task.abort();
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: SocketAddr,
+    mode: Arc<watch::Sender<Mode>>,
+    accepted: Arc<AtomicUsize>,
+) {
+    while let Ok((client, _)) = listener.accept().await {
+        accepted.fetch_add(1, Ordering::SeqCst);
+        if *mode.borrow() == Mode::Cut {
+            continue; // dropping the socket refuses the connection
+        }
+        let mode = mode.subscribe();
+        tokio::spawn(async move {
+            let Ok(server) = TcpStream::connect(upstream).await else {
+                return;
+            };
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            tokio::join!(
+                pump(client_read, server_write, mode.clone()),
+                pump(server_read, client_write, mode)
+            );
+        });
+    }
+}
+
+/// Copies bytes one way until either side closes or the proxy cuts; holds them while stalled.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: watch::Receiver<Mode>) {
+    let mut buf = vec![0_u8; 16 * 1024];
+    loop {
+        if !wait_until_forwarding(&mut mode).await {
+            return;
+        }
+        let read = tokio::select! {
+            read = from.read(&mut buf) => read,
+            _ = mode.changed() => continue,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if !wait_until_forwarding(&mut mode).await || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Waits while stalled; false once the proxy cuts or goes away.
+async fn wait_until_forwarding(mode: &mut watch::Receiver<Mode>) -> bool {
+    loop {
+        match *mode.borrow_and_update() {
+            Mode::Forward => return true,
+            Mode::Cut => return false,
+            Mode::Stall => {}
+        }
+        if mode.changed().await.is_err() {
+            return false;
+        }
+    }
+}
