@@ -110,7 +110,9 @@ where
                 .list(&params)
                 .map_err(kube::Error::BuildRequest)?;
             Stats::count(&self.informer.stats().list_requests);
-            let page: RawList = self.client.request(request).await?;
+            let page =
+                tokio::time::timeout(config.idle_timeout, self.client.request::<RawList>(request));
+            let page = page.await.map_err(|_| stalled_list())??;
             for item in page.items {
                 if let Some(obj) = self.decode(&item) {
                     self.informer.relist_apply(&mut relist, obj);
@@ -146,9 +148,17 @@ where
             Err(err) => return (WatchEnd::Failed(kube::Error::BuildRequest(err)), version),
         };
         Stats::count(&self.informer.stats().watch_requests);
-        let events = match self.client.request_events::<Value>(request).await {
-            Ok(events) => events,
-            Err(err) => return (classify(err), version),
+        let started = tokio::time::timeout(
+            config.idle_timeout,
+            self.client.request_events::<Value>(request),
+        );
+        let events = match started.await {
+            Ok(Ok(events)) => events,
+            Ok(Err(err)) => return (classify(err), version),
+            Err(_) => {
+                tracing::warn!(url = self.request.url_path, idle = ?config.idle_timeout, "watch request got no response; retrying");
+                return (WatchEnd::Resume { received: false }, version);
+            }
         };
         let mut events = std::pin::pin!(events);
         let mut received = false;
@@ -220,6 +230,14 @@ where
             }
         }
     }
+}
+
+/// A list page that did not arrive within the idle timeout, as the client's own error type.
+fn stalled_list() -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "no list response within the idle timeout",
+    ))
 }
 
 fn raw_resource_version(raw: &Value) -> Option<String> {

@@ -1,3 +1,4 @@
 //! Integration tests against a real local control plane (etcd + kube-apiserver).
 
 mod control_plane;
+mod informer;
