@@ -18,7 +18,9 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, CustomResourceExt as _, ResourceExt as _};
 use kubeward::manager::{BindAddress, Config, Manager};
 use kubeward::testing::ControlPlane;
-use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name};
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name,
+};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Command-line flags of the demo.
@@ -33,14 +35,28 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     say("starting etcd and kube-apiserver on loopback (the first run builds kube-apiserver)")?;
-    let cp = ControlPlane::start().await.context("starting the local control plane")?;
+    let cp = ControlPlane::start()
+        .await
+        .context("starting the local control plane")?;
     // Logging starts after start-up: kube's client logs each 500 from `/readyz` while it warms up.
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("info,kube_client=warn").init();
-    say(&format!("control plane at {}; kubectl --kubeconfig {}", cp.server_url(), cp.kubeconfig().display()))?;
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter("info,kube_client=warn")
+        .init();
+    say(&format!(
+        "control plane at {}; kubectl --kubeconfig {}",
+        cp.server_url(),
+        cp.kubeconfig().display()
+    ))?;
 
     let crds: Api<CustomResourceDefinition> = Api::all(cp.client());
-    crds.create(&PostParams::default(), &ConfigMapGenerator::crd()).await?;
-    let established = await_condition(crds, "configmapgenerators.demo.kubeward.dev", conditions::is_crd_established());
+    crds.create(&PostParams::default(), &ConfigMapGenerator::crd())
+        .await?;
+    let established = await_condition(
+        crds,
+        "configmapgenerators.demo.kubeward.dev",
+        conditions::is_crd_established(),
+    );
     tokio::time::timeout(Duration::from_secs(30), established).await??;
 
     // ANCHOR: manager
@@ -53,30 +69,58 @@ async fn main() -> anyhow::Result<()> {
     // ANCHOR_END: manager
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), "default");
-    let sample = ConfigMapGenerator::new("hello", ConfigMapGeneratorSpec { content: "Hello from kubeward!".into() });
+    let sample = ConfigMapGenerator::new(
+        "hello",
+        ConfigMapGeneratorSpec {
+            content: "Hello from kubeward!".into(),
+        },
+    );
     generators.create(&PostParams::default(), &sample).await?;
     say("created ConfigMapGenerator default/hello")?;
 
     let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), "default");
     let name = generated_name(&sample);
     let produced = await_condition(configmaps, &name, |cm: Option<&ConfigMap>| cm.is_some());
-    let produced = tokio::time::timeout(Duration::from_secs(30), produced).await??.context("the ConfigMap exists")?;
-    let content = produced.data.unwrap_or_default().remove("content").unwrap_or_default();
-    say(&format!("the operator produced ConfigMap default/{}: content = {content:?}", produced.name_any()))?;
+    let produced = tokio::time::timeout(Duration::from_secs(30), produced)
+        .await??
+        .context("the ConfigMap exists")?;
+    let produced_name = produced.name_any();
+    let content = produced
+        .data
+        .unwrap_or_default()
+        .remove("content")
+        .unwrap_or_default();
+    say(&format!(
+        "the operator produced ConfigMap default/{produced_name}: content = {content:?}"
+    ))?;
 
-    let ready = await_condition(generators.clone(), "hello", |g: Option<&ConfigMapGenerator>| {
-        g.and_then(|g| g.status.as_ref()).is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready"))
-    });
-    let generator = tokio::time::timeout(Duration::from_secs(30), ready).await??.context("the generator exists")?;
-    say(&format!("status: {}", serde_json::to_string(&generator.status)?))?;
+    let ready = await_condition(
+        generators.clone(),
+        "hello",
+        |g: Option<&ConfigMapGenerator>| {
+            g.and_then(|g| g.status.as_ref())
+                .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready"))
+        },
+    );
+    let generator = tokio::time::timeout(Duration::from_secs(30), ready)
+        .await??
+        .context("the generator exists")?;
+    say(&format!(
+        "status: {}",
+        serde_json::to_string(&generator.status)?
+    ))?;
 
     let metrics = scrape(metrics_addr).await?;
-    for line in metrics.lines().filter(|l| l.starts_with("controller_runtime_reconcile_total") || l.starts_with("workqueue_depth")) {
+    for line in metrics.lines().filter(|l| {
+        l.starts_with("controller_runtime_reconcile_total") || l.starts_with("workqueue_depth")
+    }) {
         say(&format!("metrics: {line}"))?;
     }
 
     if !args.once {
-        say(&format!("metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"))?;
+        say(&format!(
+            "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
+        ))?;
         tokio::signal::ctrl_c().await?;
     }
     shutdown.cancel();

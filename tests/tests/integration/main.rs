@@ -4,5 +4,6 @@ mod chart;
 mod control_plane;
 mod controller;
 mod fake;
+mod informer;
 mod leader;
 mod manager;

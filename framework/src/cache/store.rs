@@ -1,0 +1,423 @@
+//! The thread-safe store of `Arc<K>` objects with named indexes, and its single writer.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::RwLock;
+
+use super::index::Index;
+use super::{Change, Deleted, Error, IndexFn, NAMESPACE_INDEX, ObjectKey, Result};
+
+/// Creates an empty store: a read-only [`Store`] handle (cheap to clone, hand it to readers)
+/// and the [`Writer`] that fills it. The store starts with the [`NAMESPACE_INDEX`].
+#[must_use]
+pub fn store<K: Resource + 'static>() -> (Store<K>, Writer<K>) {
+    let mut indexes = HashMap::new();
+    let by_namespace: IndexFn<K> =
+        Arc::new(|obj: &K| obj.meta().namespace.clone().into_iter().collect());
+    indexes.insert(NAMESPACE_INDEX.to_owned(), Index::new(by_namespace));
+    let inner = Arc::new(RwLock::new(Inner {
+        objects: HashMap::new(),
+        indexes,
+    }));
+    (
+        Store {
+            inner: Arc::clone(&inner),
+        },
+        Writer { inner },
+    )
+}
+
+/// A read-only view of the cache: lookups, listings and index queries hand out `Arc<K>`,
+/// never deep copies. Cheap to clone.
+#[doc(alias = "Indexer")]
+#[doc(alias = "Lister")]
+pub struct Store<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+}
+
+/// The only handle that changes the store; owned by the informer's reflector.
+pub struct Writer<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+}
+
+/// A relist in progress: objects are applied in place as pages arrive; [`Relist::finish`]
+/// then removes whatever was not seen.
+#[doc(alias = "Replace")]
+pub struct Relist<'a, K> {
+    writer: &'a Writer<K>,
+    seen: HashSet<ObjectKey>,
+}
+
+struct Inner<K> {
+    objects: HashMap<ObjectKey, Arc<K>>,
+    indexes: HashMap<String, Index<K>>,
+}
+
+impl<K> Clone for Store<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Store<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("len", &self.inner.read().objects.len())
+            .finish()
+    }
+}
+
+impl<K> fmt::Debug for Writer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+impl<K> fmt::Debug for Relist<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Relist")
+            .field("seen", &self.seen.len())
+            .finish()
+    }
+}
+
+impl<K> Store<K> {
+    /// The object with this key.
+    #[must_use]
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.read().objects.get(key).cloned()
+    }
+
+    /// Every cached object, in no particular order.
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.inner.read().objects.values().cloned().collect()
+    }
+
+    /// The keys of every cached object, in no particular order.
+    #[must_use]
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.inner.read().objects.keys().cloned().collect()
+    }
+
+    /// How many objects are cached.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.inner.read().objects.len()
+    }
+
+    /// Whether the cache is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.inner.read().objects.is_empty()
+    }
+
+    /// The objects whose index function `index` returns `value`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownIndex`] if no such index was added.
+    #[doc(alias = "ByIndex")]
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>> {
+        let inner = self.inner.read();
+        let index = inner
+            .indexes
+            .get(index)
+            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        Ok(index
+            .entries
+            .get(value)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| inner.objects.get(key).cloned())
+            .collect())
+    }
+
+    /// The keys of the objects whose index function `index` returns `value`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownIndex`] if no such index was added.
+    #[doc(alias = "IndexKeys")]
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>> {
+        let inner = self.inner.read();
+        let index = inner
+            .indexes
+            .get(index)
+            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        Ok(index
+            .entries
+            .get(value)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect())
+    }
+
+    /// Every value that index `index` holds at least one object under.
+    ///
+    /// # Errors
+    /// [`Error::UnknownIndex`] if no such index was added.
+    #[doc(alias = "ListIndexFuncValues")]
+    pub fn index_values(&self, index: &str) -> Result<Vec<String>> {
+        let inner = self.inner.read();
+        let index = inner
+            .indexes
+            .get(index)
+            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        Ok(index.entries.keys().cloned().collect())
+    }
+}
+
+impl<K: Resource> Writer<K> {
+    /// A read-only handle on the same store.
+    #[must_use]
+    pub fn store(&self) -> Store<K> {
+        Store {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// Adds a named index and fills it from the objects already cached.
+    ///
+    /// # Errors
+    /// [`Error::IndexExists`] if the name is taken (the namespace index is built in).
+    #[doc(alias = "AddIndexers")]
+    pub fn add_index<F>(&self, name: &str, function: F) -> Result<()>
+    where
+        F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    {
+        let mut inner = self.inner.write();
+        let inner = &mut *inner;
+        if inner.indexes.contains_key(name) {
+            return Err(Error::IndexExists(name.to_owned()));
+        }
+        let mut index = Index::new(Arc::new(function));
+        for (key, obj) in &inner.objects {
+            index.update(key, None, Some(obj));
+        }
+        inner.indexes.insert(name.to_owned(), index);
+        Ok(())
+    }
+
+    /// Stores `obj` (added or replacing the object with its key) and says what changed: nothing
+    /// when the cached object has the same resourceVersion (the cached `Arc` is then kept).
+    pub fn apply(&self, obj: Arc<K>) -> Option<Change<K>> {
+        let key = ObjectKey::of(obj.as_ref());
+        let mut inner = self.inner.write();
+        let old = inner.objects.get(&key).cloned();
+        if let Some(old) = &old {
+            let (was, now) = (&old.meta().resource_version, &obj.meta().resource_version);
+            if was.is_some() && was == now {
+                return None;
+            }
+        }
+        inner.reindex(&key, old.as_deref(), Some(&obj));
+        inner.objects.insert(key, Arc::clone(&obj));
+        Some(match old {
+            Some(old) => Change::Updated { old, new: obj },
+            None => Change::Added(obj),
+        })
+    }
+
+    /// Removes the object with the key of `last` (its final state); nothing if it was not cached.
+    pub fn delete(&self, last: Arc<K>) -> Option<Change<K>> {
+        let key = ObjectKey::of(last.as_ref());
+        let mut inner = self.inner.write();
+        let old = inner.objects.remove(&key)?;
+        inner.reindex(&key, Some(&old), None);
+        Some(Change::Deleted(Deleted::Final(last)))
+    }
+
+    /// Starts a relist: apply every listed object with [`Relist::apply`], then call
+    /// [`Relist::finish`].
+    #[must_use]
+    pub fn relist(&self) -> Relist<'_, K> {
+        Relist {
+            writer: self,
+            seen: HashSet::new(),
+        }
+    }
+}
+
+impl<K: Resource> Relist<'_, K> {
+    /// Stores one listed object in place, as [`Writer::apply`] does.
+    pub fn apply(&mut self, obj: Arc<K>) -> Option<Change<K>> {
+        self.seen.insert(ObjectKey::of(obj.as_ref()));
+        self.writer.apply(obj)
+    }
+
+    /// Removes every cached object the relist did not see; each is a deletion whose final
+    /// state is unknown.
+    #[must_use]
+    pub fn finish(self) -> Vec<Change<K>> {
+        let mut inner = self.writer.inner.write();
+        let gone: Vec<ObjectKey> = inner
+            .objects
+            .keys()
+            .filter(|key| !self.seen.contains(*key))
+            .cloned()
+            .collect();
+        gone.into_iter()
+            .filter_map(|key| {
+                let old = inner.objects.remove(&key)?;
+                inner.reindex(&key, Some(&old), None);
+                Some(Change::Deleted(Deleted::FinalStateUnknown(old)))
+            })
+            .collect()
+    }
+}
+
+impl<K> Inner<K> {
+    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
+        for index in self.indexes.values_mut() {
+            index.update(key, old, new);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn pod(ns: &str, name: &str, node: &str, rv: &str) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some(node.into()),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        })
+    }
+
+    fn by_node(pod: &Pod) -> Vec<String> {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .into_iter()
+            .collect()
+    }
+
+    fn sorted_names(pods: &[Arc<Pod>]) -> Vec<String> {
+        let mut names: Vec<String> = pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn readers_get_the_same_allocation_the_writer_stored() {
+        let (store, writer) = store::<Pod>();
+        let stored = pod("ns", "a", "n1", "1");
+        writer.apply(Arc::clone(&stored));
+        let read = store.get(&ObjectKey::new(Some("ns"), "a"));
+        assert!(read.is_some_and(|p| Arc::ptr_eq(&p, &stored)));
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn an_object_with_an_unchanged_resource_version_is_no_change_and_keeps_the_cached_arc() {
+        let (store, writer) = store::<Pod>();
+        let first = pod("ns", "a", "n1", "1");
+        assert!(matches!(
+            writer.apply(Arc::clone(&first)),
+            Some(Change::Added(_))
+        ));
+        assert!(writer.apply(pod("ns", "a", "n1", "1")).is_none());
+        assert!(store.list().iter().all(|p| Arc::ptr_eq(p, &first)));
+        let change = writer.apply(pod("ns", "a", "n2", "2"));
+        assert!(
+            matches!(change, Some(Change::Updated { old, .. }) if Arc::ptr_eq(&old, &first)),
+            "a new resourceVersion is an update that carries the old state"
+        );
+    }
+
+    #[test]
+    fn indexes_follow_adds_updates_and_deletes() -> anyhow::Result<()> {
+        let (store, writer) = store::<Pod>();
+        writer.add_index("node", by_node)?;
+        writer.apply(pod("ns", "a", "n1", "1"));
+        writer.apply(pod("ns", "b", "n1", "1"));
+        writer.apply(pod("other", "c", "n2", "1"));
+        assert_eq!(sorted_names(&store.by_index("node", "n1")?), ["a", "b"]);
+        writer.apply(pod("ns", "b", "n2", "2"));
+        assert_eq!(sorted_names(&store.by_index("node", "n1")?), ["a"]);
+        assert_eq!(sorted_names(&store.by_index("node", "n2")?), ["b", "c"]);
+        writer.delete(pod("other", "c", "n2", "3"));
+        assert_eq!(
+            store.index_keys("node", "n2")?,
+            [ObjectKey::new(Some("ns"), "b")]
+        );
+        let mut values = store.index_values("node")?;
+        values.sort();
+        assert_eq!(values, ["n1", "n2"]);
+        assert_eq!(
+            sorted_names(&store.by_index(NAMESPACE_INDEX, "ns")?),
+            ["a", "b"]
+        );
+        assert!(store.by_index(NAMESPACE_INDEX, "other")?.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn an_index_added_late_covers_objects_already_cached_and_unknown_indexes_are_errors()
+    -> anyhow::Result<()> {
+        let (store, writer) = store::<Pod>();
+        writer.apply(pod("ns", "a", "n1", "1"));
+        writer.add_index("node", by_node)?;
+        assert_eq!(sorted_names(&store.by_index("node", "n1")?), ["a"]);
+        assert!(matches!(
+            writer.add_index("node", by_node),
+            Err(Error::IndexExists(_))
+        ));
+        assert!(matches!(
+            store.by_index("nope", "x"),
+            Err(Error::UnknownIndex(_))
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn a_relist_reports_only_what_changed_and_deletes_what_vanished_with_unknown_final_state() {
+        let (store, writer) = store::<Pod>();
+        writer.apply(pod("ns", "same", "n1", "1"));
+        writer.apply(pod("ns", "changed", "n1", "1"));
+        writer.apply(pod("ns", "gone", "n1", "1"));
+        let mut relist = writer.relist();
+        assert!(relist.apply(pod("ns", "same", "n1", "1")).is_none());
+        assert!(matches!(
+            relist.apply(pod("ns", "changed", "n1", "2")),
+            Some(Change::Updated { .. })
+        ));
+        assert!(matches!(
+            relist.apply(pod("ns", "new", "n1", "1")),
+            Some(Change::Added(_))
+        ));
+        let deleted = relist.finish();
+        assert_eq!(deleted.len(), 1);
+        assert!(matches!(
+            &deleted[0],
+            Change::Deleted(d) if d.is_final_state_unknown() && d.object().metadata.name.as_deref() == Some("gone")
+        ));
+        assert_eq!(sorted_names(&store.list()), ["changed", "new", "same"]);
+        assert!(
+            store
+                .by_index(NAMESPACE_INDEX, "ns")
+                .is_ok_and(|p| p.len() == 3)
+        );
+    }
+}

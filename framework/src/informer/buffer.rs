@@ -1,0 +1,205 @@
+//! A handler's buffer of pending changes, coalesced per object so it never outgrows the cache.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use kube::Resource;
+
+use crate::cache::{Change, Deleted, ObjectKey};
+
+/// What a handler has yet to be told about one object.
+#[derive(Debug)]
+pub(crate) enum Pending<K> {
+    /// Added (and maybe changed since): the latest state.
+    Added(Arc<K>),
+    /// Changed: the oldest state the handler has not seen replaced, and the latest.
+    Updated { old: Arc<K>, new: Arc<K> },
+    /// Deleted.
+    Deleted(Deleted<K>),
+    /// Deleted and created again under the same name: delivered as a delete, then an add.
+    Replaced { deleted: Deleted<K>, added: Arc<K> },
+    /// Added and deleted before the handler saw it: nothing to say.
+    Nothing,
+}
+
+/// Pending changes, one per object, in the order objects first became pending.
+#[doc(alias = "DeltaFIFO")]
+#[derive(Debug)]
+pub(crate) struct Buffer<K> {
+    order: VecDeque<ObjectKey>,
+    pending: HashMap<ObjectKey, Pending<K>>,
+}
+
+impl<K: Resource> Buffer<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            order: VecDeque::new(),
+            pending: HashMap::new(),
+        }
+    }
+
+    /// How many objects have a pending change; never more than objects seen since the last pop.
+    pub(crate) fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Merges `change` into what is pending for its object.
+    pub(crate) fn push(&mut self, change: Change<K>) {
+        let key = change.key();
+        if let Some(before) = self.pending.remove(&key) {
+            self.pending.insert(key, merge(before, change));
+        } else {
+            self.order.push_back(key.clone());
+            self.pending.insert(key, Pending::from(change));
+        }
+    }
+
+    /// Queues a resync of `obj` unless a change of it is already pending (that one is newer).
+    pub(crate) fn push_resync(&mut self, obj: &Arc<K>) {
+        let key = ObjectKey::of(obj.as_ref());
+        if !self.pending.contains_key(&key) {
+            self.order.push_back(key.clone());
+            self.pending.insert(
+                key,
+                Pending::Updated {
+                    old: Arc::clone(obj),
+                    new: Arc::clone(obj),
+                },
+            );
+        }
+    }
+
+    /// The oldest pending change.
+    pub(crate) fn pop(&mut self) -> Option<Pending<K>> {
+        while let Some(key) = self.order.pop_front() {
+            match self.pending.remove(&key) {
+                Some(Pending::Nothing) | None => {}
+                Some(pending) => return Some(pending),
+            }
+        }
+        None
+    }
+}
+
+impl<K> From<Change<K>> for Pending<K> {
+    fn from(change: Change<K>) -> Self {
+        match change {
+            Change::Added(obj) => Self::Added(obj),
+            Change::Updated { old, new } => Self::Updated { old, new },
+            Change::Deleted(deleted) => Self::Deleted(deleted),
+        }
+    }
+}
+
+/// The one pending change equivalent to `before` followed by `change`, from the handler's view.
+fn merge<K>(before: Pending<K>, change: Change<K>) -> Pending<K> {
+    match (before, change) {
+        (Pending::Nothing, change) => Pending::from(change),
+        (Pending::Added(_), Change::Added(new) | Change::Updated { new, .. }) => {
+            Pending::Added(new)
+        }
+        (Pending::Added(_), Change::Deleted(_)) => Pending::Nothing,
+        (Pending::Updated { old, .. }, Change::Added(new) | Change::Updated { new, .. }) => {
+            Pending::Updated { old, new }
+        }
+        (Pending::Updated { .. } | Pending::Deleted(_), Change::Deleted(deleted)) => {
+            Pending::Deleted(deleted)
+        }
+        (
+            Pending::Deleted(deleted) | Pending::Replaced { deleted, .. },
+            Change::Added(added) | Change::Updated { new: added, .. },
+        ) => Pending::Replaced { deleted, added },
+        // The handler knew the object that `deleted` ended; the later one it never saw.
+        (Pending::Replaced { deleted, .. }, Change::Deleted(_)) => Pending::Deleted(deleted),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn cm(name: &str, rv: u64) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some(name.into()),
+                resource_version: Some(rv.to_string()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        })
+    }
+
+    fn rv(obj: &ConfigMap) -> &str {
+        obj.metadata.resource_version.as_deref().unwrap_or_default()
+    }
+
+    #[test]
+    fn updates_coalesce_into_the_oldest_old_state_and_the_newest_new_state() {
+        let mut buffer = Buffer::new();
+        for i in 1..=10 {
+            buffer.push(Change::Updated {
+                old: cm("a", i),
+                new: cm("a", i + 1),
+            });
+        }
+        assert_eq!(buffer.len(), 1);
+        match buffer.pop() {
+            Some(Pending::Updated { old, new }) => assert_eq!((rv(&old), rv(&new)), ("1", "11")),
+            other => panic!("expected one coalesced update, got {other:?}"),
+        }
+        assert!(buffer.pop().is_none());
+    }
+
+    #[test]
+    fn an_object_added_and_deleted_before_delivery_is_never_mentioned() {
+        let mut buffer = Buffer::new();
+        buffer.push(Change::Added(cm("a", 1)));
+        buffer.push(Change::Updated {
+            old: cm("a", 1),
+            new: cm("a", 2),
+        });
+        buffer.push(Change::Deleted(Deleted::Final(cm("a", 3))));
+        buffer.push(Change::Added(cm("b", 4)));
+        assert!(
+            matches!(buffer.pop(), Some(Pending::Added(b)) if b.metadata.name.as_deref() == Some("b"))
+        );
+        assert!(buffer.pop().is_none());
+    }
+
+    #[test]
+    fn a_delete_then_recreate_is_delivered_as_both_and_resync_never_overrides_a_pending_change() {
+        let mut buffer = Buffer::new();
+        buffer.push(Change::Deleted(Deleted::Final(cm("a", 2))));
+        buffer.push(Change::Added(cm("a", 3)));
+        buffer.push_resync(&cm("a", 3));
+        buffer.push_resync(&cm("b", 1));
+        assert_eq!(buffer.len(), 2);
+        match buffer.pop() {
+            Some(Pending::Replaced { deleted, added }) => {
+                assert_eq!((rv(deleted.object()), rv(&added)), ("2", "3"));
+            }
+            other => panic!("expected delete + add, got {other:?}"),
+        }
+        assert!(
+            matches!(buffer.pop(), Some(Pending::Updated { old, new }) if Arc::ptr_eq(&old, &new))
+        );
+    }
+
+    #[test]
+    fn pending_changes_stay_bounded_by_the_number_of_objects() {
+        let mut buffer = Buffer::new();
+        for i in 0..100_000_u64 {
+            let name = format!("cm-{}", i % 100);
+            buffer.push(Change::Updated {
+                old: cm(&name, i),
+                new: cm(&name, i + 1),
+            });
+            assert!(buffer.len() <= 100);
+        }
+        assert_eq!(buffer.order.len(), 100);
+    }
+}

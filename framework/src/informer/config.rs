@@ -1,0 +1,113 @@
+//! Settings of an informer: paging, selectors, watch timeouts, transforms of cached objects, resync.
+
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+
+/// How an informer lists and watches, and what it caches.
+///
+/// The defaults list in pages of 500, watch with bookmarks for at most 290 s per request (the
+/// server closes the watch then), restart a watch that sends nothing for 320 s, strip
+/// `managedFields`, never resync, and retry failures after 0.8 s growing to 30 s, with jitter.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) page_size: u32,
+    pub(crate) label_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
+    pub(crate) watch_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) strip_managed_fields: bool,
+    pub(crate) resync: Option<Duration>,
+    pub(crate) backoff_min: Duration,
+    pub(crate) backoff_max: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            page_size: 500,
+            label_selector: None,
+            field_selector: None,
+            watch_timeout: Duration::from_secs(290),
+            idle_timeout: Duration::from_secs(320),
+            strip_managed_fields: true,
+            resync: None,
+            backoff_min: Duration::from_millis(800),
+            backoff_max: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Config {
+    /// Objects per list page (`limit`); 0 lists everything in one response.
+    #[must_use]
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Only objects whose labels match `selector`, e.g. `app=web,tier!=cache`.
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Only objects whose fields match `selector`, e.g. `spec.nodeName=node-1`.
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// How long the server keeps one watch request open (`timeoutSeconds`, whole seconds);
+    /// the informer then resumes from the last resourceVersion.
+    #[must_use]
+    pub fn watch_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_timeout = timeout;
+        self
+    }
+
+    /// How long a watch may send nothing (no event, no bookmark, no close) before it is taken as
+    /// stalled and restarted. Keep it longer than the watch timeout.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Whether to drop `metadata.managedFields` before caching (the default, `true`); they are
+    /// often more than half of an object's size and controllers rarely read them.
+    #[must_use]
+    pub fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
+    }
+
+    /// Re-deliver every cached object to every handler as an update this often (handlers may
+    /// set their own period).
+    #[doc(alias = "defaultEventHandlerResyncPeriod")]
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = Some(period);
+        self
+    }
+
+    /// The first and the longest wait between retries of a failed list or watch.
+    #[must_use]
+    pub fn backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// A fresh series of jittered, exponentially growing delays that never runs out.
+    pub(crate) fn backoff_delays(&self) -> impl Iterator<Item = Duration> + Send + use<> {
+        ExponentialBuilder::default()
+            .with_min_delay(self.backoff_min)
+            .with_max_delay(self.backoff_max)
+            .with_jitter()
+            .without_max_times()
+            .build()
+    }
+}

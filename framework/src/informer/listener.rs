@@ -1,0 +1,142 @@
+//! One handler's delivery: its coalescing buffer and the blocking task that drains it.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kube::Resource;
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::EventHandler;
+use super::buffer::{Buffer, Pending};
+use crate::cache::Change;
+
+/// A handler added to an informer; tells how far behind it is.
+pub struct Registration<K> {
+    listener: Arc<Listener<K>>,
+}
+
+pub(crate) struct Listener<K> {
+    buffer: Mutex<Buffer<K>>,
+    ready: Condvar,
+    stopped: AtomicBool,
+    handler: Box<dyn EventHandler<K>>,
+    resync: Option<Duration>,
+}
+
+impl<K> Registration<K> {
+    pub(crate) fn new(listener: Arc<Listener<K>>) -> Self {
+        Self { listener }
+    }
+}
+
+impl<K: Resource> Registration<K> {
+    /// How many objects have a change this handler has not been handed yet (at most the number
+    /// of cached objects plus those deleted since, however slow the handler is).
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.listener.buffer.lock().len()
+    }
+}
+
+impl<K> fmt::Debug for Registration<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("resync", &self.listener.resync)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Listener<K> {
+    pub(crate) fn new(handler: Box<dyn EventHandler<K>>, resync: Option<Duration>) -> Self {
+        Self {
+            buffer: Mutex::new(Buffer::new()),
+            ready: Condvar::new(),
+            stopped: AtomicBool::new(false),
+            handler,
+            resync,
+        }
+    }
+
+    pub(crate) fn resync_period(&self) -> Option<Duration> {
+        self.resync
+    }
+
+    /// Queues a change; never blocks on the handler.
+    pub(crate) fn push(&self, change: Change<K>) {
+        self.buffer.lock().push(change);
+        self.ready.notify_one();
+    }
+
+    /// Queues a resync of every object in `objects`.
+    pub(crate) fn push_resync(&self, objects: &[Arc<K>]) {
+        let mut buffer = self.buffer.lock();
+        for obj in objects {
+            buffer.push_resync(obj);
+        }
+        drop(buffer);
+        self.ready.notify_one();
+    }
+
+    /// Starts delivering on a thread of its own, so a slow handler holds only that thread.
+    /// (Not tokio's blocking pool: a runtime being dropped waits for those, and a handler
+    /// blocked forever would hang it.) The task ends when the thread does.
+    pub(crate) fn spawn(self: &Arc<Self>) -> JoinHandle<()> {
+        let listener = Arc::clone(self);
+        let (done_tx, done_rx) = oneshot::channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("informer-handler".into())
+            .spawn(move || {
+                listener.deliver_until_stopped();
+                drop(done_tx);
+            });
+        if let Err(err) = spawned {
+            tracing::error!(error = %err, "cannot start a thread for an informer event handler");
+        }
+        tokio::spawn(async move {
+            let _ = done_rx.await;
+        })
+    }
+
+    /// Makes the delivery task return after the change it is handling, if any.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let _guard = self.buffer.lock();
+        self.ready.notify_all();
+    }
+
+    fn deliver_until_stopped(&self) {
+        loop {
+            let next = {
+                let mut buffer = self.buffer.lock();
+                loop {
+                    if self.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(next) = buffer.pop() {
+                        break next;
+                    }
+                    self.ready.wait(&mut buffer);
+                }
+            };
+            let handler = &self.handler;
+            let delivered = catch_unwind(AssertUnwindSafe(|| match next {
+                Pending::Added(obj) => handler.on_add(obj),
+                Pending::Updated { old, new } => handler.on_update(old, new),
+                Pending::Deleted(deleted) => handler.on_delete(deleted),
+                Pending::Replaced { deleted, added } => {
+                    handler.on_delete(deleted);
+                    handler.on_add(added);
+                }
+                Pending::Nothing => {}
+            }));
+            if delivered.is_err() {
+                tracing::error!("an informer event handler panicked; it keeps receiving changes");
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Lists (in pages) and watches one resource into an informer, recovering from every failure.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube::api::{ListParams, WatchEvent, WatchParams};
+use kube::core::Request;
+use kube::{Api, Client, Resource};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::Stats;
+use super::shared_informer::{Inner, Transform};
+
+/// Lists and watches for one informer; runs until its task is cancelled.
+pub(crate) struct Reflector<K> {
+    client: Client,
+    request: Request,
+    informer: Arc<Inner<K>>,
+    transforms: Vec<Transform<K>>,
+}
+
+/// One list response, with items left undecoded so that each decodes on its own.
+#[derive(Deserialize)]
+struct RawList {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Vec<Value>,
+}
+
+/// Why a watch ended.
+enum WatchEnd {
+    /// The server closed it (timeout) or it was idle too long: resume from the latest version.
+    Resume { received: bool },
+    /// The version is too old (410 Gone / expired): list again.
+    Gone,
+    /// Anything else: wait, then resume from the latest version.
+    Failed(kube::Error),
+}
+
+impl<K> Reflector<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+{
+    pub(crate) fn new(api: Api<K>, informer: Arc<Inner<K>>, transforms: Vec<Transform<K>>) -> Self {
+        Self {
+            request: Request::new(api.resource_url()),
+            client: api.into_client(),
+            informer,
+            transforms,
+        }
+    }
+
+    /// Lists, then watches from the list's version; lists again only when that version is gone.
+    pub(crate) async fn run(self) {
+        let mut delays = self.informer.config().backoff_delays();
+        let mut resource_version: Option<String> = None;
+        loop {
+            let version = match resource_version.take() {
+                Some(version) => version,
+                None => match self.list().await {
+                    Ok(version) => version,
+                    Err(err) => {
+                        tracing::warn!(url = self.request.url_path, error = %err, "list failed; retrying");
+                        wait(&mut delays).await;
+                        continue;
+                    }
+                },
+            };
+            let (end, latest) = self.watch(version).await;
+            resource_version = Some(latest);
+            match end {
+                WatchEnd::Resume { received: true } => {
+                    delays = self.informer.config().backoff_delays();
+                }
+                // A watch that ends at once without any news is retried with backoff, not hot.
+                WatchEnd::Resume { received: false } => wait(&mut delays).await,
+                WatchEnd::Gone => {
+                    tracing::info!(
+                        url = self.request.url_path,
+                        "resource version expired; relisting"
+                    );
+                    resource_version = None;
+                }
+                WatchEnd::Failed(err) => {
+                    tracing::warn!(url = self.request.url_path, error = %err, "watch failed; retrying");
+                    wait(&mut delays).await;
+                }
+            }
+        }
+    }
+
+    /// Lists every page into the store in place, removes what vanished, returns the version.
+    async fn list(&self) -> Result<String, kube::Error> {
+        let config = self.informer.config();
+        let mut relist = self.informer.writer().relist();
+        let mut params = ListParams {
+            label_selector: config.label_selector.clone(),
+            field_selector: config.field_selector.clone(),
+            limit: (config.page_size > 0).then_some(config.page_size),
+            ..ListParams::default()
+        };
+        loop {
+            let request = self
+                .request
+                .list(&params)
+                .map_err(kube::Error::BuildRequest)?;
+            Stats::count(&self.informer.stats().list_requests);
+            let page =
+                tokio::time::timeout(config.idle_timeout, self.client.request::<RawList>(request));
+            let page = page.await.map_err(|_| stalled_list())??;
+            for item in page.items {
+                if let Some(obj) = self.decode(&item) {
+                    self.informer.relist_apply(&mut relist, obj);
+                }
+            }
+            if let Some(token) = page.metadata.continue_.filter(|token| !token.is_empty()) {
+                params.continue_token = Some(token);
+            } else {
+                let version = page.metadata.resource_version.unwrap_or_default();
+                self.informer.relist_finish(relist, Some(version.clone()));
+                Stats::count(&self.informer.stats().relists);
+                return Ok(version);
+            }
+        }
+    }
+
+    /// Watches from `version` until the watch ends; returns why and the latest version seen.
+    async fn watch(&self, mut version: String) -> (WatchEnd, String) {
+        let config = self.informer.config();
+        let params = WatchParams {
+            label_selector: config.label_selector.clone(),
+            field_selector: config.field_selector.clone(),
+            timeout: Some(
+                u32::try_from(config.watch_timeout.as_secs())
+                    .unwrap_or(u32::MAX)
+                    .max(1),
+            ),
+            bookmarks: true,
+            ..WatchParams::default()
+        };
+        let request = match self.request.watch(&params, &version) {
+            Ok(request) => request,
+            Err(err) => return (WatchEnd::Failed(kube::Error::BuildRequest(err)), version),
+        };
+        Stats::count(&self.informer.stats().watch_requests);
+        let started = tokio::time::timeout(
+            config.idle_timeout,
+            self.client.request_events::<Value>(request),
+        );
+        let events = match started.await {
+            Ok(Ok(events)) => events,
+            Ok(Err(err)) => return (classify(err), version),
+            Err(_) => {
+                tracing::warn!(url = self.request.url_path, idle = ?config.idle_timeout, "watch request got no response; retrying");
+                return (WatchEnd::Resume { received: false }, version);
+            }
+        };
+        let mut events = std::pin::pin!(events);
+        let mut received = false;
+        loop {
+            let next = tokio::time::timeout(config.idle_timeout, events.next()).await;
+            let event = match next {
+                Err(_) => {
+                    tracing::warn!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
+                    return (WatchEnd::Resume { received }, version);
+                }
+                Ok(None) => return (WatchEnd::Resume { received }, version),
+                Ok(Some(Err(err))) => return (classify(err), version),
+                Ok(Some(Ok(event))) => event,
+            };
+            received = true;
+            match event {
+                WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
+                    version = raw_resource_version(&raw).unwrap_or(version);
+                    if let Some(obj) = self.decode(&raw) {
+                        self.informer.apply(obj);
+                    }
+                }
+                WatchEvent::Deleted(raw) => {
+                    version = raw_resource_version(&raw).unwrap_or(version);
+                    if let Some(obj) = self.decode(&raw) {
+                        self.informer.delete(obj);
+                    }
+                }
+                WatchEvent::Bookmark(bookmark) => version = bookmark.metadata.resource_version,
+                WatchEvent::Error(status) if status.code == 410 => {
+                    return (WatchEnd::Gone, version);
+                }
+                WatchEvent::Error(status) => {
+                    return (WatchEnd::Failed(kube::Error::Api(status)), version);
+                }
+            }
+            self.informer.set_resource_version(Some(version.clone()));
+        }
+    }
+
+    /// Decodes one object on its own; one that does not fit `K` is skipped, logged and counted.
+    fn decode(&self, raw: &Value) -> Option<Arc<K>> {
+        match K::deserialize(raw) {
+            Ok(mut obj) => {
+                if self.informer.config().strip_managed_fields {
+                    obj.meta_mut().managed_fields = None;
+                }
+                for transform in &self.transforms {
+                    transform(&mut obj);
+                }
+                Some(Arc::new(obj))
+            }
+            Err(err) => {
+                Stats::count(&self.informer.stats().decode_failures);
+                let meta = raw.get("metadata");
+                let field = |name: &str| {
+                    meta.and_then(|m| m.get(name))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                };
+                tracing::warn!(
+                    url = self.request.url_path,
+                    namespace = field("namespace"),
+                    name = field("name"),
+                    error = %err,
+                    "skipping an object that does not decode"
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A list page that did not arrive within the idle timeout, as the client's own error type.
+fn stalled_list() -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "no list response within the idle timeout",
+    ))
+}
+
+fn raw_resource_version(raw: &Value) -> Option<String> {
+    raw.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn classify(err: kube::Error) -> WatchEnd {
+    match &err {
+        kube::Error::Api(status) if status.code == 410 => WatchEnd::Gone,
+        _ => WatchEnd::Failed(err),
+    }
+}
+
+async fn wait(delays: &mut (impl Iterator<Item = std::time::Duration> + Send)) {
+    let delay = delays
+        .next()
+        .unwrap_or_else(|| std::time::Duration::from_secs(30));
+    tokio::time::sleep(delay).await;
+}
