@@ -110,7 +110,20 @@ async fn main() -> anyhow::Result<()> {
         serde_json::to_string(&generator.status)?
     ))?;
 
-    let metrics = scrape(metrics_addr).await?;
+    // The reconcile that wrote the status is still publishing its Event: wait for it to count.
+    let counted = async {
+        loop {
+            let metrics = scrape(metrics_addr).await?;
+            if metrics
+                .lines()
+                .any(|l| l.contains(r#"result="success"} "#) && !l.ends_with(" 0"))
+            {
+                return anyhow::Ok(metrics);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let metrics = tokio::time::timeout(Duration::from_secs(30), counted).await??;
     for line in metrics.lines().filter(|l| {
         l.starts_with("controller_runtime_reconcile_total") || l.starts_with("workqueue_depth")
     }) {
