@@ -1,5 +1,6 @@
 //! Integration tests against a real local control plane (etcd + kube-apiserver).
 
+mod book;
 mod chart;
 mod control_plane;
 mod controller;
