@@ -8,4 +8,4 @@ mod crd;
 mod reconciler;
 
 pub use crd::{Condition, ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus};
-pub use reconciler::{FINALIZER, Generator, MANAGER, controller, generated_name};
+pub use reconciler::{DELAY_ANNOTATION, FINALIZER, Generator, MANAGER, controller, generated_name};

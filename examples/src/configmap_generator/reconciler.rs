@@ -15,6 +15,8 @@ use super::{Condition, ConfigMapGenerator, ConfigMapGeneratorStatus};
 pub const FINALIZER: &str = "demo.kubeward.dev/cleanup";
 /// The field manager of the operator's server-side applies.
 pub const MANAGER: &str = "configmap-generator";
+/// An annotation that makes a reconcile take longer (e.g. `3s`), to watch graceful shutdown.
+pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
 
 /// The reconciler. It holds nothing: the client comes from the [`Context`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -46,6 +48,10 @@ impl Reconciler<ConfigMapGenerator> for Generator {
         generator: Arc<ConfigMapGenerator>,
         ctx: &Context<ConfigMapGenerator>,
     ) -> Result<Action, kube::Error> {
+        if let Some(delay) = generator.annotations().get(DELAY_ANNOTATION) {
+            let delay = kubeward::manager::parse_duration(delay).unwrap_or_default();
+            tokio::time::sleep(delay).await;
+        }
         let namespace = generator.namespace().unwrap_or_default();
         let name = generated_name(&generator);
         let owner = generator.controller_owner_ref(&());

@@ -18,11 +18,13 @@ mod control_plane;
 pub mod fake;
 mod process;
 mod proxy;
+mod wait;
 
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
 pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
+pub use wait::{install_crd, wait_for};
 
 /// Errors from starting or talking to the local control plane.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,23 @@ pub enum Error {
         seconds: u64,
         /// The end of the component's log.
         log_tail: String,
+    },
+    /// A condition did not hold in time.
+    #[error("timed out after {timeout:?} waiting for {what}")]
+    Timeout {
+        /// What was expected.
+        what: String,
+        /// How long we waited.
+        timeout: std::time::Duration,
+    },
+    /// An API call failed.
+    #[error("{action}")]
+    Api {
+        /// What was being done.
+        action: String,
+        /// The API error.
+        #[source]
+        source: Box<kube::Error>,
     },
     /// Building a client configuration failed.
     #[error("building a client for the local control plane")]
