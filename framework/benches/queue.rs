@@ -35,7 +35,7 @@
 //! - **floor**: single-threaded, no runtime: per burst, `if set.insert(k) { deque.push_back(k) }`
 //!   for each add, then pop every key off the deque and remove it from the set. No processing
 //!   state, no lock, no waking: what deduplication alone costs. "floor" is std's `HashSet` as it
-//!   comes (SipHash); "foldhash floor" is the same with foldhash, the hasher the queue uses, so
+//!   comes (`SipHash`); "foldhash floor" is the same with foldhash, the hasher the queue uses, so
 //!   its ratio is the queue's own overhead (mostly the lock: two atomic operations per call,
 //!   against a few nanoseconds for a foldhash lookup of a u64).
 //!
@@ -395,7 +395,10 @@ fn main() {
         let runs: Vec<Run> = (0..20).map(|_| kubeward(&rt, &bursts, workers)).collect();
         let mut ns: Vec<f64> = runs.iter().map(|r| per_add(*r)).collect();
         ns.sort_by(f64::total_cmp);
-        println!("kubeward {spec}: median {:.1} ns/add, min {:.1}, max {:.1}", ns[10], ns[0], ns[19]);
+        println!(
+            "kubeward {spec}: median {:.1} ns/add, min {:.1}, max {:.1}",
+            ns[10], ns[0], ns[19]
+        );
         return;
     }
     println!("## Work queue: add + get + done, 1,000,000 adds over 100,000 keys\n");

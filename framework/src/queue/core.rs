@@ -68,6 +68,30 @@ struct Entry {
     priority: Priority,
 }
 
+/// Merges an add (ready at `at`, `None` for now) into the requeue of a key being processed;
+/// returns whether the requeue became `Now`.
+fn merge_requeue(
+    requeue: &mut Requeue,
+    current: &mut Priority,
+    at: Option<Instant>,
+    priority: Priority,
+) -> bool {
+    // The first add since processing started sets the priority; later ones can only raise it.
+    *current = if *requeue == Requeue::No {
+        priority
+    } else {
+        (*current).max(priority)
+    };
+    let merged = match (*requeue, at) {
+        (Requeue::No | Requeue::At(_), None) | (Requeue::Now, _) => Requeue::Now,
+        (Requeue::No, Some(at)) => Requeue::At(at),
+        (Requeue::At(old), Some(at)) => Requeue::At(old.min(at)),
+    };
+    let became_now = merged == Requeue::Now && *requeue != Requeue::Now;
+    *requeue = merged;
+    became_now
+}
+
 /// The outcome of [`Core::pop`].
 #[derive(Debug)]
 pub(super) enum Pop<T> {
@@ -304,31 +328,9 @@ impl<T: Hash + Eq + Clone> Core<T> {
                 }
             }
             State::Processing { requeue, .. } => {
-                let merged = match (*requeue, at) {
-                    (Requeue::No, None) => {
-                        self.requeue_now += 1;
-                        entry.priority = priority;
-                        Requeue::Now
-                    }
-                    (Requeue::No, Some(at)) => {
-                        entry.priority = priority;
-                        Requeue::At(at)
-                    }
-                    (Requeue::At(_), None) => {
-                        self.requeue_now += 1;
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::Now
-                    }
-                    (Requeue::At(old), Some(at)) => {
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::At(old.min(at))
-                    }
-                    (Requeue::Now, _) => {
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::Now
-                    }
-                };
-                *requeue = merged;
+                if merge_requeue(requeue, &mut entry.priority, at, priority) {
+                    self.requeue_now += 1;
+                }
                 Wake::None
             }
         };

@@ -23,11 +23,12 @@ pub const DEFAULT_AGING: Duration = Duration::from_secs(10);
 /// use std::time::Duration;
 /// use kubeward::queue::{AddOptions, Priority, WorkQueue};
 ///
-/// # async fn demo() {
 /// let queue = WorkQueue::new();
+/// // From the initial list: after live changes.
 /// queue.add_with("default/web", AddOptions::new().priority(Priority::LOW));
+/// // Not before 5 s from now.
 /// queue.add_with("default/db", AddOptions::new().after(Duration::from_secs(5)));
-/// # }
+/// assert_eq!(queue.len(), 1);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -327,18 +328,15 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
                 shared,
                 armed: true,
             };
-            let by_notify = match deadline {
-                Some(at) => {
-                    tokio::select! {
-                        biased;
-                        () = notified.as_mut() => true,
-                        () = tokio::time::sleep_until(at) => false,
-                    }
+            let by_notify = if let Some(at) = deadline {
+                tokio::select! {
+                    biased;
+                    () = notified.as_mut() => true,
+                    () = tokio::time::sleep_until(at) => false,
                 }
-                None => {
-                    notified.as_mut().await;
-                    true
-                }
+            } else {
+                notified.as_mut().await;
+                true
             };
             // No await from here to the next lock: the bookkeeping cannot be cancelled.
             guard.armed = false;
