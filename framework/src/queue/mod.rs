@@ -85,13 +85,31 @@
 //!
 //! # Performance
 //!
-//! One [`parking_lot`] mutex guards all state: a map from key to its state, one FIFO per priority,
-//! and a binary heap of delayed keys. An add of a key that is already waiting costs one hash
-//! lookup and allocates nothing; a new key costs one clone. Delayed keys are moved to the ready
-//! FIFOs lazily by whoever takes the lock next (`get`, `len`), and idle workers sleep on a tokio
-//! `Notify` (until the earliest delay, if any); an add only signals when a worker is actually
-//! asleep. `benches/queue.rs` compares the queue with kube-runtime's `scheduler` and with a bare
-//! `HashSet` + `VecDeque` (run `scripts/bench`).
+//! One [`parking_lot`] mutex guards all state: a hash table (foldhash, one hash per operation,
+//! computed before the lock is taken) from key to its state, one FIFO per priority, and a binary
+//! heap of delayed keys. An add of a key that is already waiting allocates nothing; a new key
+//! costs one clone. Delayed keys move to the ready FIFOs lazily, when someone next takes the lock
+//! to look (`get`, `len`), so there is no timer task. The clock is only read when needed: for a
+//! delay, for aging once two priorities are in use, and for durations if the hooks want them. A
+//! worker that finds nothing ready yields once, then sleeps on a tokio `Notify` (until the
+//! earliest delay, if any); an add signals only when a worker sleeps and no wake-up is already
+//! on its way.
+//!
+//! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
+//! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler` and a bare
+//! `HashSet` + `VecDeque`; `scripts/bench queue` prints its tables. On a 2-core machine, u64
+//! keys, medians (ns per add; lower is better):
+//!
+//! | workers | runtime | kubeward | kube-runtime `scheduler` | `HashSet` + `VecDeque` |
+//! | ---: | --- | ---: | ---: | ---: |
+//! | 1 | current-thread | 18.6 | 158.2 (8.4×) | 13.5 (std hasher); 3.9 (foldhash) |
+//! | 1 | multi-thread | 21.9 | 167.3 (7.5×) | |
+//! | 4 | multi-thread | 27.8 | 170.1 (6.1×) | |
+//! | 8 | multi-thread | 39.0 | 171.0 (4.4×) | |
+//!
+//! With `namespace/name` String keys the queue is 2.7–4.7× kube-runtime's throughput and within
+//! 1.1× of the std floor. Against the foldhash floor the lock's two atomic operations per call
+//! show: a u64 lookup costs about 4 ns, a lock and unlock about 10.
 
 mod core;
 mod delay;

@@ -310,10 +310,15 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         }
         // Slow path. Register for a wake-up *before* looking again, so that an add between the
         // look and the wait cannot be missed (tokio's `Notified::enable`).
+        //
+        // `sleepers` counts the gets registered to be woken, `woken` the wake-ups sent to them
+        // and not yet received; adders only notify while `sleepers > woken`. Every notification
+        // received (by waiting, or already stored when registering) decrements `woken`, so it
+        // never overstates what is on its way; it may understate, which costs a spare wake-up.
         let mut woke: Option<bool> = None;
         loop {
             let mut notified = pin!(shared.wake.notified());
-            notified.as_mut().enable();
+            let absorbed = notified.as_mut().enable();
             let deadline = {
                 let mut core = shared.core.lock();
                 if let Some(by_notify) = woke.take() {
@@ -321,11 +326,16 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
                     if by_notify {
                         core.woken = core.woken.saturating_sub(1);
                     }
-                    core.woken = core.woken.min(core.sleepers);
                 }
+                if absorbed {
+                    core.woken = core.woken.saturating_sub(1);
+                }
+                core.woken = core.woken.min(core.sleepers);
                 match core.pop(&mut Clock::default()) {
                     Pop::Key(key) => return Some(key),
                     Pop::Closed => return None,
+                    // The wake-up was taken on registering: look again with a fresh registration.
+                    Pop::Empty(_) if absorbed => continue,
                     Pop::Empty(deadline) => {
                         core.sleepers += 1;
                         deadline

@@ -1,4 +1,5 @@
-//! Multi-threaded stress: 8 workers, 1,000,000 adds over 10,000 keys from 2 producers.
+//! Multi-threaded stress: 8 workers, 1,000,000 adds over 10,000 keys from 2 producers (and a
+//! smaller run where some adds are delayed).
 //!
 //! Checked: no key is ever held by two workers at once, and for every key its last add is
 //! followed by a completed processing of that key. Each producer bumps a global version and
@@ -20,6 +21,18 @@ const ADDS: usize = 1_000_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_a_million_adds() {
+    stress(ADDS, 0).await;
+}
+
+/// The same with every fifth add delayed by 1–3 ms: workers also sleep towards deadlines and
+/// race the adds that wake them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_workers_with_delays() {
+    stress(ADDS / 5, 5).await;
+}
+
+/// `adds` adds; one in `delay_every` is an `add_after` of 1–3 ms (0: none).
+async fn stress(adds: usize, delay_every: u64) {
     let queue: WorkQueue<usize> = WorkQueue::new();
     let added: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
     let seen: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
@@ -64,14 +77,18 @@ async fn eight_workers_a_million_adds() {
             tokio::spawn(async move {
                 // A per-producer xorshift: keys in a scattered, repeating order.
                 let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (p as u64 + 1);
-                for i in 0..ADDS / PRODUCERS {
+                for i in 0..adds / PRODUCERS {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     let key = usize::try_from(x % KEYS as u64).unwrap();
                     let v = version.fetch_add(1, Ordering::Relaxed);
                     added[key].fetch_max(v, Ordering::AcqRel);
-                    queue.add(key);
+                    if delay_every > 0 && x % delay_every == 0 {
+                        queue.add_after(key, Duration::from_millis(1 + x % 3));
+                    } else {
+                        queue.add(key);
+                    }
                     if i % 1_000 == 0 {
                         tokio::task::yield_now().await;
                     }
@@ -82,6 +99,10 @@ async fn eight_workers_a_million_adds() {
 
     for p in producers {
         p.await.unwrap();
+    }
+    // Shutting down drops delayed keys: let the last delays run out first.
+    while queue.num_delayed() > 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     tokio::time::timeout(Duration::from_secs(60), queue.shutdown_with_drain())
         .await
@@ -106,7 +127,7 @@ async fn eight_workers_a_million_adds() {
         processed >= KEYS,
         "every key was added, so every key was processed"
     );
-    assert!(processed <= ADDS);
+    assert!(processed <= adds);
     assert_eq!(queue.len(), 0);
     assert_eq!(queue.num_processing(), 0);
 }
