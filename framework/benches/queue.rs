@@ -22,16 +22,21 @@
 //!
 //! - **kubeward**: one producer task calls `add` for each key; N worker tasks loop on
 //!   `get().await` / `done`. After the last burst the producer calls `shutdown_with_drain`.
-//! - **kube-runtime**: `kube::runtime::scheduler` is a `Stream` that reads `ScheduleRequest`s from
-//!   an input stream, so the producer task sends `ScheduleRequest { message: key, run_at }`
-//!   through a `futures` unbounded channel (the way kube-runtime's controller feeds it), with
-//!   `run_at` = now, read once per burst. One consumer task drains the scheduler: it is a
-//!   single-consumer stream, and kube-runtime's controller runs all reconciles from that one task,
-//!   so with zero-cost work the 4- and 8-worker rows run the same single consumer (its best case:
-//!   handing keys to N tasks through channels would only add cost). The scheduler emits keys
-//!   at its timer's 1 ms ticks; to end the run without dropping queued keys (the scheduler stops
-//!   as soon as its input does) a last sentinel key is scheduled 1 ms after the final burst, and
-//!   the time stops at the last real key processed before it.
+//! - **kube-runtime**: `kube::runtime::scheduler` is a `Stream` that reads `ScheduleRequest`s
+//!   from an input stream and emits each key once, at its `run_at` (the earliest wins). Its input
+//!   is the same bursts as a stream of `ScheduleRequest { message: key, run_at }` with `run_at` =
+//!   now (read once per burst), returning `Pending` once between bursts (the producer yielding),
+//!   polled by the scheduler in the consumer's task: that is how kube-runtime's controller feeds
+//!   it (its trigger streams are polled by the scheduler in one task), and it is the scheduler's
+//!   best case: no channel, no second task. (Fed from a separate producer task through a
+//!   `futures` unbounded channel instead, it measured slower still.) One consumer task drains
+//!   the scheduler: it is a single-consumer stream and kube-runtime's controller runs every
+//!   reconcile from that one task, so with zero-cost work the 4- and 8-worker rows run the same
+//!   single consumer (handing keys on to N tasks through channels would only add cost). The
+//!   scheduler emits keys at its timer's 1 ms ticks; to end the run without dropping queued keys
+//!   (it stops as soon as its input ends) its input never ends but yields a sentinel key due 1 ms
+//!   after the final burst, and the time stops at the last real key processed (or at the end of
+//!   the input, if the consumer kept up).
 //! - **floor**: single-threaded, no runtime: per burst, `if set.insert(k) { deque.push_back(k) }`
 //!   for each add, then pop every key off the deque and remove it from the set. No processing
 //!   state, no lock, no waking: what deduplication alone costs. "floor" is std's `HashSet` as it
@@ -39,9 +44,14 @@
 //!   its ratio is the queue's own overhead (mostly the lock: two atomic operations per call,
 //!   against a few nanoseconds for a foldhash lookup of a u64).
 //!
-//! Each configuration runs 5 times after a warm-up; the tables show medians. The u64 table is
-//! the workload; the String table uses `namespace/name` keys (what controllers queue),
-//! where every add also clones its key out of the pre-built sequence, for all three.
+//! Each configuration runs 5 rounds after a warm-up, the contenders taking turns within a round
+//! so that a load spike on a shared machine hits all of them; the tables show the medians, and
+//! the ratios are medians of the per-round ratios. The u64 table is the workload; the
+//! String table uses `namespace/name` keys (what controllers queue), where every add also clones
+//! its key out of the pre-built sequence, for all three.
+//!
+//! `QUEUE_BENCH_PROFILE=<workers>[mt][s]` runs only kubeward (20 runs; `mt`: multi-threaded
+//! runtime, `s`: String keys) and prints the median, for use under a profiler.
 #![allow(clippy::print_stdout, reason = "a bench binary that prints its tables")]
 #![allow(missing_docs, unreachable_pub)]
 
@@ -383,17 +393,36 @@ fn table<K: Key>(title: &str, key: impl Fn(u64) -> K, sentinel: &K) -> String {
     out
 }
 
+fn u64_key(id: u64) -> u64 {
+    id.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn string_key(id: u64) -> String {
+    format!("namespace-{}/object-{id}", id % 97)
+}
+
 fn main() {
-    // `QUEUE_BENCH_PROFILE=<workers>` (current-thread) or `=<workers>mt` (multi-thread): only
-    // kubeward with u64 keys, 20 runs, for a profiler.
+    // `QUEUE_BENCH_PROFILE=<workers>[mt][s]`: only kubeward, 20 runs, for a profiler; `mt` for
+    // the multi-threaded runtime, `s` for String keys.
     if let Ok(spec) = std::env::var("QUEUE_BENCH_PROFILE") {
-        let bursts = Arc::new(workload(|id| id.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
-        let (rt, workers) = match spec.strip_suffix("mt") {
+        let (rest, strings) = spec
+            .strip_suffix('s')
+            .map_or((spec.as_str(), false), |r| (r, true));
+        let (rt, workers) = match rest.strip_suffix("mt") {
             Some(w) => (multi_thread(), w.parse().unwrap_or(1)),
-            None => (current_thread(), spec.parse().unwrap_or(1)),
+            None => (current_thread(), rest.parse().unwrap_or(1)),
         };
-        let runs: Vec<Run> = (0..20).map(|_| kubeward(&rt, &bursts, workers)).collect();
-        let mut ns: Vec<f64> = runs.iter().map(|r| per_add(*r)).collect();
+        let mut ns: Vec<f64> = if strings {
+            let bursts = Arc::new(workload(string_key));
+            (0..20)
+                .map(|_| per_add(kubeward(&rt, &bursts, workers)))
+                .collect()
+        } else {
+            let bursts = Arc::new(workload(u64_key));
+            (0..20)
+                .map(|_| per_add(kubeward(&rt, &bursts, workers)))
+                .collect()
+        };
         ns.sort_by(f64::total_cmp);
         println!(
             "kubeward {spec}: median {:.1} ns/add, min {:.1}, max {:.1}",
@@ -420,7 +449,7 @@ fn main() {
         "{}",
         table(
             "String keys (`namespace/name`)",
-            |id| format!("namespace-{}/object-{id}", id % 97),
+            string_key,
             &String::from("sentinel"),
         )
     );

@@ -84,7 +84,7 @@ async fn stress(adds: usize, delay_every: u64) {
                     let key = usize::try_from(x % KEYS as u64).unwrap();
                     let v = version.fetch_add(1, Ordering::Relaxed);
                     added[key].fetch_max(v, Ordering::AcqRel);
-                    if delay_every > 0 && x % delay_every == 0 {
+                    if delay_every > 0 && x.is_multiple_of(delay_every) {
                         queue.add_after(key, Duration::from_millis(1 + x % 3));
                     } else {
                         queue.add(key);
