@@ -339,3 +339,10 @@ async fn hooks_see_every_measurement() {
         ]
     );
 }
+
+#[test]
+fn queues_are_send_and_sync() {
+    fn check<T: Send + Sync + Clone + 'static>() {}
+    check::<WorkQueue<String>>();
+    check::<WorkQueue<(String, u64)>>();
+}
