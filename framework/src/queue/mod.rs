@@ -102,14 +102,15 @@
 //!
 //! | workers | runtime | kubeward | kube-runtime `scheduler` | `HashSet` + `VecDeque` |
 //! | ---: | --- | ---: | ---: | ---: |
-//! | 1 | current-thread | 18.6 | 158.2 (8.4×) | 13.5 (std hasher); 3.9 (foldhash) |
-//! | 1 | multi-thread | 21.9 | 167.3 (7.5×) | |
-//! | 4 | multi-thread | 27.8 | 170.1 (6.1×) | |
-//! | 8 | multi-thread | 39.0 | 171.0 (4.4×) | |
+//! | 1 | current-thread | 18.8 | 158.7 (8.3×) | 13.9 (std hasher); 4.3 (foldhash) |
+//! | 1 | multi-thread | 31.4 | 188.6 (5.4×) | |
+//! | 4 | multi-thread | 30.9 | 180.6 (5.8×) | |
+//! | 8 | multi-thread | 33.2 | 183.4 (5.5×) | |
 //!
-//! With `namespace/name` String keys the queue is 2.7–4.7× kube-runtime's throughput and within
-//! 1.1× of the std floor. Against the foldhash floor the lock's two atomic operations per call
-//! show: a u64 lookup costs about 4 ns, a lock and unlock about 10.
+//! With `namespace/name` String keys the queue has 2.7–4.5× kube-runtime's throughput and is
+//! within 1.11× of the std floor. Against the foldhash floor the lock's two atomic operations per
+//! call show: a u64 lookup costs about 4 ns, a lock and unlock about 10. The machines are shared,
+//! so single runs vary; the bench interleaves the contenders to keep the ratios fair.
 
 mod core;
 mod delay;
