@@ -9,11 +9,11 @@
 //! | `Delayed { at }` | maybe stale slots | an entry at `at` | once `at` has passed |
 //! | `Processing { requeue }` | maybe stale slots | maybe stale entries | no; `done` requeues it if it was added meanwhile |
 
-use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hashbrown::{DefaultHashBuilder, HashTable};
 use tokio::time::Instant;
 
 use super::delay::DelayHeap;
@@ -44,10 +44,21 @@ enum Requeue {
 
 #[derive(Debug)]
 enum State {
-    Ready { seq: u64 },
-    Delayed { at: Instant },
-    Processing { start: u32, requeue: Requeue },
+    Ready {
+        seq: u64,
+    },
+    Delayed {
+        at: Instant,
+    },
+    /// `start` indexes `Core::starts`, or is [`NOT_TIMED`].
+    Processing {
+        start: u32,
+        requeue: Requeue,
+    },
 }
+
+/// `State::Processing::start` when the hooks want no durations.
+const NOT_TIMED: u32 = u32::MAX;
 
 #[derive(Debug)]
 struct Entry {
@@ -55,6 +66,30 @@ struct Entry {
     /// The priority it waits at (the highest it was added with since it last started
     /// processing).
     priority: Priority,
+}
+
+/// Merges an add (ready at `at`, `None` for now) into the requeue of a key being processed;
+/// returns whether the requeue became `Now`.
+fn merge_requeue(
+    requeue: &mut Requeue,
+    current: &mut Priority,
+    at: Option<Instant>,
+    priority: Priority,
+) -> bool {
+    // The first add since processing started sets the priority; later ones can only raise it.
+    *current = if *requeue == Requeue::No {
+        priority
+    } else {
+        (*current).max(priority)
+    };
+    let merged = match (*requeue, at) {
+        (Requeue::No | Requeue::At(_), None) | (Requeue::Now, _) => Requeue::Now,
+        (Requeue::No, Some(at)) => Requeue::At(at),
+        (Requeue::At(old), Some(at)) => Requeue::At(old.min(at)),
+    };
+    let became_now = merged == Requeue::Now && *requeue != Requeue::Now;
+    *requeue = merged;
+    became_now
 }
 
 /// The outcome of [`Core::pop`].
@@ -102,10 +137,18 @@ impl Starts {
         self.free.push(i);
         at
     }
+
+    fn iter(&self) -> impl Iterator<Item = &Instant> {
+        self.slots.iter().flatten()
+    }
 }
 
 pub(super) struct Core<T> {
-    entries: HashMap<T, Entry>,
+    /// Every known key and its state: one hash per operation, foldhash (seeded per queue).
+    entries: HashTable<(T, Entry)>,
+    hasher: DefaultHashBuilder,
+    /// Whether the hooks want durations (so the clock is read on `get` and `done`).
+    timed: bool,
     ready: ReadyQueue<T>,
     delayed: DelayHeap<T>,
     limiter: Box<dyn RateLimiter<T>>,
@@ -141,9 +184,12 @@ impl<T: Hash + Eq + Clone> Core<T> {
         hooks: Arc<dyn QueueHooks>,
         aging: Option<Duration>,
     ) -> Self {
+        let timed = hooks.wants_durations();
         Core {
-            entries: HashMap::new(),
-            ready: ReadyQueue::new(aging),
+            entries: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            timed,
+            ready: ReadyQueue::new(aging, timed, Instant::now()),
             delayed: DelayHeap::new(),
             limiter,
             hooks,
@@ -162,37 +208,80 @@ impl<T: Hash + Eq + Clone> Core<T> {
         self.seq
     }
 
-    /// Queues `key` as ready; the caller has set its state to `Ready { seq }`.
-    fn push_ready(&mut self, key: T, priority: Priority, seq: u64, ready_at: Instant) {
-        let depth = self.ready.push(priority, key, seq, ready_at);
+    fn hash(&self, key: &T) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The hasher, so that callers can hash keys before taking the lock.
+    pub(super) fn hasher(&self) -> DefaultHashBuilder {
+        self.hasher.clone()
+    }
+
+    /// Queues `key` as ready; the caller has set its state to `Ready { seq }`. `ready_at`:
+    /// when it became ready, if not now.
+    fn push_ready(
+        &mut self,
+        key: T,
+        priority: Priority,
+        seq: u64,
+        ready_at: Option<Instant>,
+        clock: &mut Clock,
+    ) {
+        let depth = self
+            .ready
+            .push(priority, key, seq, ready_at, &mut || clock.now());
         self.hooks.add(priority);
         self.hooks.depth(priority, depth);
     }
 
-    /// Adds `key` at `priority`, ready after `delay`.
-    pub(super) fn add(&mut self, key: T, priority: Priority, delay: Duration, clock: &mut Clock) -> Wake {
+    /// Adds `key` (whose hash from [`Self::hasher`] is `hash`) at `priority`, ready after
+    /// `delay`. Gives `key` back if it was merged, so that the caller can drop it after
+    /// unlocking.
+    pub(super) fn add(
+        &mut self,
+        key: T,
+        hash: u64,
+        priority: Priority,
+        delay: Duration,
+        clock: &mut Clock,
+    ) -> (Wake, Option<T>) {
         if self.shutting_down {
-            return Wake::None;
+            return (Wake::None, Some(key));
         }
         let at = (!delay.is_zero()).then(|| clock.now() + delay.min(MAX_DELAY));
-        let Some(entry) = self.entries.get_mut(&key) else {
-            // The common new-key path: one clone, for the ready slot or the heap entry.
+        let Some((_, entry)) = self.entries.find_mut(hash, |(k, _)| *k == key) else {
+            // A new key: one clone, for the ready slot or the heap entry.
             let queued = key.clone();
-            return match at {
+            let state = match at {
+                None => State::Ready {
+                    seq: self.next_seq(),
+                },
+                Some(at) => State::Delayed { at },
+            };
+            let hasher = &self.hasher;
+            self.entries
+                .insert_unique(hash, (key, Entry { state, priority }), |(k, _)| {
+                    hasher.hash_one(k)
+                });
+            let wake = match at {
                 None => {
-                    let seq = self.next_seq();
-                    self.entries.insert(key, Entry { state: State::Ready { seq }, priority });
-                    self.push_ready(queued, priority, seq, clock.now());
+                    let seq = self.seq;
+                    self.push_ready(queued, priority, seq, None, clock);
                     Wake::One
                 }
                 Some(at) => {
-                    self.entries.insert(key, Entry { state: State::Delayed { at }, priority });
-                    if self.delayed.push(at, queued) { Wake::One } else { Wake::None }
+                    if self.delayed.push(at, queued) {
+                        Wake::One
+                    } else {
+                        Wake::None
+                    }
                 }
             };
+            return (wake, None);
         };
-        // The key is known: merge. The owned `key` is only moved into a new slot or heap entry.
-        match &mut entry.state {
+        // A known key: merge. The owned `key` is only moved into a new slot or heap entry.
+        let mut key = Some(key);
+        let wake = match &mut entry.state {
             State::Ready { seq } => {
                 if priority > entry.priority {
                     // Move to the higher level; the old slot goes stale.
@@ -203,7 +292,13 @@ impl<T: Hash + Eq + Clone> Core<T> {
                     let seq = self.seq;
                     let depth = self.ready.invalidate(old);
                     self.hooks.depth(old, depth);
-                    let depth = self.ready.push(priority, key, seq, clock.now());
+                    let depth = self.ready.push(
+                        priority,
+                        key.take().expect("unused"),
+                        seq,
+                        None,
+                        &mut || clock.now(),
+                    );
                     self.hooks.depth(priority, depth);
                 }
                 Wake::None
@@ -217,67 +312,57 @@ impl<T: Hash + Eq + Clone> Core<T> {
                         entry.state = State::Ready { seq };
                         let priority = entry.priority;
                         self.note_stale_delay();
-                        self.push_ready(key, priority, seq, clock.now());
+                        self.push_ready(key.take().expect("unused"), priority, seq, None, clock);
                         Wake::One
                     }
                     Some(at) if at < *old_at => {
                         *old_at = at;
                         self.note_stale_delay();
-                        if self.delayed.push(at, key) { Wake::One } else { Wake::None }
+                        if self.delayed.push(at, key.take().expect("unused")) {
+                            Wake::One
+                        } else {
+                            Wake::None
+                        }
                     }
                     Some(_) => Wake::None,
                 }
             }
             State::Processing { requeue, .. } => {
-                let merged = match (*requeue, at) {
-                    (Requeue::No, None) => {
-                        self.requeue_now += 1;
-                        entry.priority = priority;
-                        Requeue::Now
-                    }
-                    (Requeue::No, Some(at)) => {
-                        entry.priority = priority;
-                        Requeue::At(at)
-                    }
-                    (Requeue::At(_), None) => {
-                        self.requeue_now += 1;
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::Now
-                    }
-                    (Requeue::At(old), Some(at)) => {
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::At(old.min(at))
-                    }
-                    (Requeue::Now, _) => {
-                        entry.priority = entry.priority.max(priority);
-                        Requeue::Now
-                    }
-                };
-                *requeue = merged;
+                if merge_requeue(requeue, &mut entry.priority, at, priority) {
+                    self.requeue_now += 1;
+                }
                 Wake::None
             }
-        }
+        };
+        (wake, key)
     }
 
     /// Adds `key` after the delay its rate limiter asks for.
-    pub(super) fn add_rate_limited(&mut self, key: T, priority: Priority, clock: &mut Clock) -> Wake {
-        self.add_rate_limited_at_most(key, priority, Duration::MAX, clock)
+    pub(super) fn add_rate_limited(
+        &mut self,
+        key: T,
+        hash: u64,
+        priority: Priority,
+        clock: &mut Clock,
+    ) -> (Wake, Option<T>) {
+        self.add_rate_limited_at_most(key, hash, priority, Duration::MAX, clock)
     }
 
     /// Adds `key` after the delay its rate limiter asks for, or after `cap` if that is shorter.
     pub(super) fn add_rate_limited_at_most(
         &mut self,
         key: T,
+        hash: u64,
         priority: Priority,
         cap: Duration,
         clock: &mut Clock,
-    ) -> Wake {
+    ) -> (Wake, Option<T>) {
         if self.shutting_down {
-            return Wake::None;
+            return (Wake::None, Some(key));
         }
         let delay = self.limiter.when(&key, clock.now()).min(cap);
         self.hooks.retry();
-        self.add(key, priority, delay, clock)
+        self.add(key, hash, priority, delay, clock)
     }
 
     pub(super) fn forget(&mut self, key: &T) {
@@ -290,9 +375,10 @@ impl<T: Hash + Eq + Clone> Core<T> {
 
     fn note_stale_delay(&mut self) {
         if self.delayed.mark_stale() {
-            let entries = &self.entries;
+            let (entries, hasher) = (&self.entries, &self.hasher);
             self.delayed.compact(|at, key| {
-                matches!(entries.get(key), Some(Entry { state: State::Delayed { at: a }, .. }) if *a == at)
+                let found = entries.find(hasher.hash_one(key), |(k, _)| k == key);
+                matches!(found, Some((_, Entry { state: State::Delayed { at: a }, .. })) if *a == at)
             });
         }
     }
@@ -304,17 +390,14 @@ impl<T: Hash + Eq + Clone> Core<T> {
         }
         let now = clock.now();
         while let Some((at, key)) = self.delayed.pop_due(now) {
-            let Some(entry) = self.entries.get_mut(&key) else {
-                self.delayed.stale_popped();
-                continue;
-            };
-            match entry.state {
-                State::Delayed { at: a } if a == at => {
+            let hash = self.hash(&key);
+            match self.entries.find_mut(hash, |(k, _)| *k == key) {
+                Some((_, entry)) if matches!(entry.state, State::Delayed { at: a } if a == at) => {
                     self.seq += 1;
                     let seq = self.seq;
                     entry.state = State::Ready { seq };
                     let priority = entry.priority;
-                    self.push_ready(key, priority, seq, at);
+                    self.push_ready(key, priority, seq, Some(at), clock);
                 }
                 _ => self.delayed.stale_popped(),
             }
@@ -331,23 +414,31 @@ impl<T: Hash + Eq + Clone> Core<T> {
     pub(super) fn pop(&mut self, clock: &mut Clock) -> Pop<T> {
         self.promote_due(clock);
         while let Some(popped) = self.ready.pop(|| clock.now()) {
-            let Some(entry) = self.entries.get_mut(&popped.slot.key) else {
+            let hash = self.hash(&popped.slot.key);
+            let Some((_, entry)) = self.entries.find_mut(hash, |(k, _)| *k == popped.slot.key)
+            else {
                 continue;
             };
-            match entry.state {
-                State::Ready { seq } if seq == popped.slot.seq => {}
-                _ => continue,
+            if !matches!(entry.state, State::Ready { seq } if seq == popped.slot.seq) {
+                continue;
             }
             let (priority, depth) = self.ready.commit(&popped);
-            let now = clock.now();
+            let start = if self.timed {
+                let now = clock.now();
+                self.hooks.queue_duration(
+                    priority,
+                    now.saturating_duration_since(popped.slot.ready_at),
+                );
+                self.starts.insert(now)
+            } else {
+                NOT_TIMED
+            };
             entry.state = State::Processing {
-                start: self.starts.insert(now),
+                start,
                 requeue: Requeue::No,
             };
             self.processing += 1;
             self.hooks.depth(priority, depth);
-            self.hooks
-                .queue_duration(priority, now.saturating_duration_since(popped.slot.ready_at));
             return Pop::Key(popped.slot.key);
         }
         if self.shutting_down && self.requeue_now == 0 {
@@ -357,45 +448,57 @@ impl<T: Hash + Eq + Clone> Core<T> {
         }
     }
 
-    /// Marks `key` as processed; requeues it if it was added while being processed.
-    pub(super) fn done(&mut self, key: &T, clock: &mut Clock) -> Wake {
-        // Remove first: the common case (not added meanwhile) costs one lookup.
-        let Some((key, mut entry)) = self.entries.remove_entry(key) else {
-            return Wake::None;
+    /// Marks `key` (with `hash`) as processed; requeues it if it was added while being
+    /// processed. Gives the map's copy of the key back when it is removed, so that the caller
+    /// can drop it after unlocking.
+    pub(super) fn done(&mut self, key: &T, hash: u64, clock: &mut Clock) -> (Wake, Option<T>) {
+        let Ok(mut found) = self.entries.find_entry(hash, |(k, _)| k == key) else {
+            return (Wake::None, None);
         };
+        let (_, entry) = found.get_mut();
         let State::Processing { start, requeue } = entry.state else {
             // Not being processed: a stray `done`. Leave the key as it was.
-            self.entries.insert(key, entry);
-            return Wake::None;
+            return (Wake::None, None);
         };
         self.processing -= 1;
-        let now = clock.now();
-        if let Some(started) = self.starts.remove(start) {
-            self.hooks.work_duration(now.saturating_duration_since(started));
+        if start != NOT_TIMED
+            && let Some(started) = self.starts.remove(start)
+        {
+            self.hooks
+                .work_duration(clock.now().saturating_duration_since(started));
         }
+        let mut removed = None;
         let wake = match requeue {
-            Requeue::No => Wake::None,
+            Requeue::No => {
+                removed = Some(found.remove().0.0);
+                Wake::None
+            }
             Requeue::Now => {
                 self.requeue_now -= 1;
-                let seq = self.next_seq();
+                self.seq += 1;
+                let seq = self.seq;
                 entry.state = State::Ready { seq };
                 let priority = entry.priority;
-                self.entries.insert(key.clone(), entry);
-                self.push_ready(key, priority, seq, now);
+                let key = found.get().0.clone();
+                self.push_ready(key, priority, seq, None, clock);
                 Wake::One
             }
             Requeue::At(at) => {
                 // Delays were dropped at shutdown, and no new ones were accepted since.
                 debug_assert!(!self.shutting_down);
                 entry.state = State::Delayed { at };
-                self.entries.insert(key.clone(), entry);
-                if self.delayed.push(at, key) { Wake::One } else { Wake::None }
+                let key = found.get().0.clone();
+                if self.delayed.push(at, key) {
+                    Wake::One
+                } else {
+                    Wake::None
+                }
             }
         };
         if self.shutting_down && self.ready.len() == 0 && self.requeue_now == 0 {
-            Wake::All
+            (Wake::All, removed)
         } else {
-            wake
+            (wake, removed)
         }
     }
 
@@ -405,18 +508,27 @@ impl<T: Hash + Eq + Clone> Core<T> {
             return;
         }
         self.promote_due(clock);
+        let now = clock.now();
         self.shutting_down = true;
         let _ = self.delayed.drain().count();
-        self.entries.retain(|_, entry| match &mut entry.state {
+        let mut requeue_now = 0;
+        self.entries.retain(|(_, entry)| match &mut entry.state {
             State::Ready { .. } => true,
             State::Delayed { .. } => false,
             State::Processing { requeue, .. } => {
-                if matches!(requeue, Requeue::At(_)) {
-                    *requeue = Requeue::No;
+                // A requeue whose time has come counts as ready; a later one is dropped.
+                match *requeue {
+                    Requeue::At(at) if at <= now => *requeue = Requeue::Now,
+                    Requeue::At(_) => *requeue = Requeue::No,
+                    Requeue::No | Requeue::Now => {}
+                }
+                if *requeue == Requeue::Now {
+                    requeue_now += 1;
                 }
                 true
             }
         });
+        self.requeue_now = requeue_now;
     }
 
     pub(super) fn is_shutting_down(&self) -> bool {
@@ -443,7 +555,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
         let now = clock.now();
         let mut total = Duration::ZERO;
         let mut longest = Duration::ZERO;
-        for started in self.starts.slots.iter().flatten() {
+        for started in self.starts.iter() {
             let d = now.saturating_duration_since(*started);
             total += d;
             longest = longest.max(d);

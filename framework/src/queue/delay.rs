@@ -131,7 +131,9 @@ mod tests {
         assert!(!h.push(t0 + 2 * s, "x"));
         assert_eq!(h.next_at(), Some(t0 + s));
         assert_eq!(h.pop_due(t0), None);
-        let due: Vec<_> = std::iter::from_fn(|| h.pop_due(t0 + 2 * s)).map(|(_, k)| k).collect();
+        let due: Vec<_> = std::iter::from_fn(|| h.pop_due(t0 + 2 * s))
+            .map(|(_, k)| k)
+            .collect();
         assert_eq!(due, vec!["a", "b", "x"]);
         assert_eq!(h.len(), 1);
     }

@@ -61,10 +61,23 @@ pub trait QueueHooks: Send + Sync + fmt::Debug {
 
     /// A key was added with [`add_rate_limited`](super::WorkQueue::add_rate_limited).
     fn retry(&self) {}
+
+    /// Whether to measure durations ([`queue_duration`](Self::queue_duration),
+    /// [`work_duration`](Self::work_duration), [`unfinished_work`](Self::unfinished_work),
+    /// [`longest_running_processor`](Self::longest_running_processor)). Reading the clock is a
+    /// good part of what `get` and `done` cost, so return false if you don't report them. Read
+    /// once, when the queue is built.
+    fn wants_durations(&self) -> bool {
+        true
+    }
 }
 
 /// Hooks that report nothing: the default.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoopHooks;
 
-impl QueueHooks for NoopHooks {}
+impl QueueHooks for NoopHooks {
+    fn wants_durations(&self) -> bool {
+        false
+    }
+}

@@ -85,13 +85,32 @@
 //!
 //! # Performance
 //!
-//! One [`parking_lot`] mutex guards all state: a map from key to its state, one FIFO per priority,
-//! and a binary heap of delayed keys. An add of a key that is already waiting costs one hash
-//! lookup and allocates nothing; a new key costs one clone. Delayed keys are moved to the ready
-//! FIFOs lazily by whoever takes the lock next (`get`, `len`), and idle workers sleep on a tokio
-//! `Notify` (until the earliest delay, if any); an add only signals when a worker is actually
-//! asleep. `benches/queue.rs` compares the queue with kube-runtime's `scheduler` and with a bare
-//! `HashSet` + `VecDeque` (run `scripts/bench`).
+//! One [`parking_lot`] mutex guards all state: a hash table (foldhash, one hash per operation,
+//! computed before the lock is taken) from key to its state, one FIFO per priority, and a binary
+//! heap of delayed keys. An add of a key that is already waiting allocates nothing; a new key
+//! costs one clone. Delayed keys move to the ready FIFOs lazily, when someone next takes the lock
+//! to look (`get`, `len`), so there is no timer task. The clock is only read when needed: for a
+//! delay, for aging once two priorities are in use, and for durations if the hooks want them. A
+//! worker that finds nothing ready yields once, then sleeps on a tokio `Notify` (until the
+//! earliest delay, if any); an add signals only when a worker sleeps and no wake-up is already
+//! on its way.
+//!
+//! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
+//! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler` and a bare
+//! `HashSet` + `VecDeque`; `scripts/bench queue` prints its tables. On a 2-core machine, u64
+//! keys, medians (ns per add; lower is better):
+//!
+//! | workers | runtime | kubeward | kube-runtime `scheduler` | `HashSet` + `VecDeque` |
+//! | ---: | --- | ---: | ---: | ---: |
+//! | 1 | current-thread | 18.8 | 158.7 (8.3×) | 13.9 (std hasher); 4.3 (foldhash) |
+//! | 1 | multi-thread | 31.4 | 188.6 (5.4×) | |
+//! | 4 | multi-thread | 30.9 | 180.6 (5.8×) | |
+//! | 8 | multi-thread | 33.2 | 183.4 (5.5×) | |
+//!
+//! With `namespace/name` String keys the queue has 2.7–4.5× kube-runtime's throughput and is
+//! within 1.11× of the std floor. Against the foldhash floor the lock's two atomic operations per
+//! call show: a u64 lookup costs about 4 ns, a lock and unlock about 10. The machines are shared,
+//! so single runs vary; the bench interleaves the contenders to keep the ratios fair.
 
 mod core;
 mod delay;

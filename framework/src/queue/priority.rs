@@ -76,15 +76,24 @@ pub(super) struct ReadyQueue<T> {
     aging: Option<Duration>,
     /// Whether the last handed-out key was an overdue key taken out of priority order.
     last_aged: bool,
+    /// Whether ready times are read from the clock. Only aging (with two or more levels) and
+    /// duration hooks need them, and reading the clock is a large part of a cheap operation, so
+    /// a queue that uses one priority and no duration hooks never reads it here.
+    stamping: bool,
+    /// The ready time of slots pushed while not stamping.
+    unstamped: Instant,
 }
 
 impl<T> ReadyQueue<T> {
-    pub(super) fn new(aging: Option<Duration>) -> Self {
+    /// `stamping`: read ready times from the start; `unstamped`: the time to use until then.
+    pub(super) fn new(aging: Option<Duration>, stamping: bool, unstamped: Instant) -> Self {
         ReadyQueue {
             levels: Vec::new(),
             len: 0,
             aging,
             last_aged: false,
+            stamping,
+            unstamped,
         }
     }
 
@@ -93,11 +102,20 @@ impl<T> ReadyQueue<T> {
         self.len
     }
 
-    fn level_index(&mut self, priority: Priority) -> usize {
+    fn level_index(&mut self, priority: Priority, now: &mut dyn FnMut() -> Instant) -> usize {
         // Few levels: a linear scan beats anything clever. The first one is the common case.
         match self.levels.iter().position(|l| l.priority <= priority) {
             Some(i) if self.levels[i].priority == priority => i,
             found => {
+                if !self.stamping && !self.levels.is_empty() && self.aging.is_some() {
+                    // A second level: aging compares ready times from now on. The keys already
+                    // waiting count as ready since now (they were never compared before).
+                    self.stamping = true;
+                    let now = now();
+                    for slot in self.levels.iter_mut().flat_map(|l| l.slots.iter_mut()) {
+                        slot.ready_at = now;
+                    }
+                }
                 let i = found.unwrap_or(self.levels.len());
                 self.levels.insert(
                     i,
@@ -112,12 +130,27 @@ impl<T> ReadyQueue<T> {
         }
     }
 
-    /// Appends a valid slot; returns the level's new depth. `ready_at` is raised to the level's
-    /// last one so that every FIFO stays ordered by readiness.
-    pub(super) fn push(&mut self, priority: Priority, key: T, seq: u64, ready_at: Instant) -> usize {
-        let i = self.level_index(priority);
+    /// Appends a valid slot; returns the level's new depth. `ready_at` (`None`: now) is raised to
+    /// the level's last one so that every FIFO stays ordered by readiness.
+    pub(super) fn push(
+        &mut self,
+        priority: Priority,
+        key: T,
+        seq: u64,
+        ready_at: Option<Instant>,
+        now: &mut dyn FnMut() -> Instant,
+    ) -> usize {
+        let i = self.level_index(priority, now);
+        let ready_at = match ready_at {
+            Some(at) => at,
+            None if self.stamping => now(),
+            None => self.unstamped,
+        };
         let level = &mut self.levels[i];
-        let ready_at = level.slots.back().map_or(ready_at, |b| b.ready_at.max(ready_at));
+        let ready_at = level
+            .slots
+            .back()
+            .map_or(ready_at, |b| b.ready_at.max(ready_at));
         level.slots.push_back(Slot { key, seq, ready_at });
         level.depth += 1;
         self.len += 1;
@@ -127,7 +160,11 @@ impl<T> ReadyQueue<T> {
     /// A valid slot at `priority` became stale (its key moved or was dropped); returns the level's
     /// new depth.
     pub(super) fn invalidate(&mut self, priority: Priority) -> usize {
-        let i = self.level_index(priority);
+        let i = self
+            .levels
+            .iter()
+            .position(|l| l.priority == priority)
+            .expect("a valid slot's level exists");
         let level = &mut self.levels[i];
         level.depth -= 1;
         self.len -= 1;
@@ -215,12 +252,12 @@ mod tests {
     #[test]
     fn highest_priority_first_fifo_within() {
         let t0 = Instant::now();
-        let mut q = ReadyQueue::new(None);
-        q.push(Priority::LOW, 1, 0, t0);
-        q.push(Priority::NORMAL, 2, 0, t0);
-        q.push(Priority(5), 3, 0, t0);
-        q.push(Priority::NORMAL, 4, 0, t0);
-        q.push(Priority::LOW, 5, 0, t0);
+        let mut q = ReadyQueue::new(None, false, t0);
+        q.push(Priority::LOW, 1, 0, Some(t0), &mut || t0);
+        q.push(Priority::NORMAL, 2, 0, Some(t0), &mut || t0);
+        q.push(Priority(5), 3, 0, Some(t0), &mut || t0);
+        q.push(Priority::NORMAL, 4, 0, Some(t0), &mut || t0);
+        q.push(Priority::LOW, 5, 0, Some(t0), &mut || t0);
         assert_eq!(
             q.levels(),
             vec![(Priority(5), 1), (Priority::NORMAL, 2), (Priority::LOW, 2)]
@@ -232,11 +269,17 @@ mod tests {
     #[test]
     fn overdue_keys_take_every_other_turn() {
         let t0 = Instant::now();
-        let mut q = ReadyQueue::new(Some(Duration::from_secs(10)));
-        q.push(Priority::LOW, 100, 0, t0);
-        q.push(Priority::LOW, 101, 0, t0);
+        let mut q = ReadyQueue::new(Some(Duration::from_secs(10)), false, t0);
+        q.push(Priority::LOW, 100, 0, Some(t0), &mut || t0);
+        q.push(Priority::LOW, 101, 0, Some(t0), &mut || t0);
         for k in 0..4 {
-            q.push(Priority::NORMAL, k, 0, t0 + Duration::from_secs(1));
+            q.push(
+                Priority::NORMAL,
+                k,
+                0,
+                Some(t0 + Duration::from_secs(1)),
+                &mut || t0,
+            );
         }
         // Not overdue yet: strict priority.
         let p = q.pop(|| t0 + Duration::from_secs(5)).unwrap();
@@ -250,9 +293,15 @@ mod tests {
     #[test]
     fn ready_at_is_monotone_within_a_level() {
         let t0 = Instant::now();
-        let mut q = ReadyQueue::new(Some(Duration::from_secs(1)));
-        q.push(Priority::LOW, 1, 0, t0 + Duration::from_secs(5));
-        q.push(Priority::LOW, 2, 0, t0);
+        let mut q = ReadyQueue::new(Some(Duration::from_secs(1)), false, t0);
+        q.push(
+            Priority::LOW,
+            1,
+            0,
+            Some(t0 + Duration::from_secs(5)),
+            &mut || t0,
+        );
+        q.push(Priority::LOW, 2, 0, Some(t0), &mut || t0);
         let a = q.pop(|| t0).unwrap();
         let b = q.pop(|| t0).unwrap();
         assert!(b.slot.ready_at >= a.slot.ready_at);

@@ -231,7 +231,9 @@ impl<T> MaxOf<T> {
 
 impl<T> fmt::Debug for MaxOf<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MaxOf").field("limiters", &self.limiters.len()).finish()
+        f.debug_struct("MaxOf")
+            .field("limiters", &self.limiters.len())
+            .finish()
     }
 }
 
@@ -251,7 +253,11 @@ impl<T> RateLimiter<T> for MaxOf<T> {
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        self.limiters.iter().map(|l| l.num_requeues(item)).max().unwrap_or(0)
+        self.limiters
+            .iter()
+            .map(|l| l.num_requeues(item))
+            .max()
+            .unwrap_or(0)
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`WorkQueue`]: the lock, the waking of workers, and the public API over [`Core`].
 
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +23,12 @@ pub const DEFAULT_AGING: Duration = Duration::from_secs(10);
 /// use std::time::Duration;
 /// use kubeward::queue::{AddOptions, Priority, WorkQueue};
 ///
-/// # async fn demo() {
 /// let queue = WorkQueue::new();
+/// // From the initial list: after live changes.
 /// queue.add_with("default/web", AddOptions::new().priority(Priority::LOW));
+/// // Not before 5 s from now.
 /// queue.add_with("default/db", AddOptions::new().after(Duration::from_secs(5)));
-/// # }
+/// assert_eq!(queue.len(), 1);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -126,9 +127,11 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
+        let core = Core::new(limiter, self.hooks, self.aging);
         WorkQueue {
             shared: Arc::new(Shared {
-                core: Mutex::new(Core::new(limiter, self.hooks, self.aging)),
+                hasher: core.hasher(),
+                core: Mutex::new(core),
                 wake: Notify::new(),
                 drained: Notify::new(),
             }),
@@ -138,6 +141,8 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
 
 struct Shared<T> {
     core: Mutex<Core<T>>,
+    /// The core's hasher: keys are hashed before the lock is taken.
+    hasher: hashbrown::DefaultHashBuilder,
     /// Wakes workers sleeping in `get`.
     wake: Notify,
     /// Wakes `shutdown_with_drain`.
@@ -176,6 +181,11 @@ impl<T: Hash + Eq + Clone + Send + 'static> Default for WorkQueue<T> {
     }
 }
 
+/// `(wake, leftover)` to `(leftover, wake)`, the shape [`WorkQueue::change`] takes.
+fn swap<T>((wake, leftover): (Wake, Option<T>)) -> (Option<T>, Wake) {
+    (leftover, wake)
+}
+
 /// Deregisters a sleeping `get` whose future is dropped while it waits.
 struct SleepGuard<'a, T> {
     shared: &'a Shared<T>,
@@ -209,7 +219,12 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         }
     }
 
-    /// Runs `change` under the lock, then wakes whom it asks for.
+    fn hash(&self, key: &T) -> u64 {
+        self.shared.hasher.hash_one(key)
+    }
+
+    /// Runs `change` under the lock, then wakes whom it asks for. Whatever `change` returns is
+    /// dropped after unlocking (a merged key's `free` is no business of the lock's).
     fn change<R>(&self, change: impl FnOnce(&mut Core<T>, &mut Clock) -> (R, Wake)) -> R {
         let mut clock = Clock::default();
         let (out, wake, drained) = {
@@ -239,32 +254,37 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     /// Adds `key`, ready now. A key already waiting is not added twice; a key being processed is
     /// handed out again once it is [`done`](Self::done). Ignored after [`shutdown`](Self::shutdown).
     pub fn add(&self, key: T) {
-        self.change(|core, clock| ((), core.add(key, Priority::NORMAL, Duration::ZERO, clock)));
+        let hash = self.hash(&key);
+        self.change(|core, clock| {
+            swap(core.add(key, hash, Priority::NORMAL, Duration::ZERO, clock))
+        });
     }
 
     /// Adds `key`, ready after `delay`. A key already waiting keeps the earlier ready time.
     pub fn add_after(&self, key: T, delay: Duration) {
-        self.change(|core, clock| ((), core.add(key, Priority::NORMAL, delay, clock)));
+        let hash = self.hash(&key);
+        self.change(|core, clock| swap(core.add(key, hash, Priority::NORMAL, delay, clock)));
     }
 
     /// Adds `key` after the delay the rate limiter gives it, counting a retry.
     pub fn add_rate_limited(&self, key: T) {
-        self.change(|core, clock| ((), core.add_rate_limited(key, Priority::NORMAL, clock)));
+        let hash = self.hash(&key);
+        self.change(|core, clock| swap(core.add_rate_limited(key, hash, Priority::NORMAL, clock)));
     }
 
     /// Adds `key` with a priority, a delay, or a rate-limited delay.
     pub fn add_with(&self, key: T, options: AddOptions) {
+        let hash = self.hash(&key);
         self.change(|core, clock| {
-            let wake = if options.rate_limited {
+            swap(if options.rate_limited {
                 if options.after.is_zero() {
-                    core.add_rate_limited(key, options.priority, clock)
+                    core.add_rate_limited(key, hash, options.priority, clock)
                 } else {
-                    core.add_rate_limited_at_most(key, options.priority, options.after, clock)
+                    core.add_rate_limited_at_most(key, hash, options.priority, options.after, clock)
                 }
             } else {
-                core.add(key, options.priority, options.after, clock)
-            };
-            ((), wake)
+                core.add(key, hash, options.priority, options.after, clock)
+            })
         });
     }
 
@@ -280,12 +300,25 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
             Pop::Closed => return None,
             Pop::Empty(_) => {}
         }
+        // Nothing ready: let the other tasks on this thread run once (often the producer) before
+        // going to sleep, which costs a wake-up later. Spin, then park.
+        tokio::task::yield_now().await;
+        match shared.core.lock().pop(&mut Clock::default()) {
+            Pop::Key(key) => return Some(key),
+            Pop::Closed => return None,
+            Pop::Empty(_) => {}
+        }
         // Slow path. Register for a wake-up *before* looking again, so that an add between the
         // look and the wait cannot be missed (tokio's `Notified::enable`).
+        //
+        // `sleepers` counts the gets registered to be woken, `woken` the wake-ups sent to them
+        // and not yet received; adders only notify while `sleepers > woken`. Every notification
+        // received (by waiting, or already stored when registering) decrements `woken`, so it
+        // never overstates what is on its way; it may understate, which costs a spare wake-up.
         let mut woke: Option<bool> = None;
         loop {
             let mut notified = pin!(shared.wake.notified());
-            notified.as_mut().enable();
+            let absorbed = notified.as_mut().enable();
             let deadline = {
                 let mut core = shared.core.lock();
                 if let Some(by_notify) = woke.take() {
@@ -293,11 +326,16 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
                     if by_notify {
                         core.woken = core.woken.saturating_sub(1);
                     }
-                    core.woken = core.woken.min(core.sleepers);
                 }
+                if absorbed {
+                    core.woken = core.woken.saturating_sub(1);
+                }
+                core.woken = core.woken.min(core.sleepers);
                 match core.pop(&mut Clock::default()) {
                     Pop::Key(key) => return Some(key),
                     Pop::Closed => return None,
+                    // The wake-up was taken on registering: look again with a fresh registration.
+                    Pop::Empty(_) if absorbed => continue,
                     Pop::Empty(deadline) => {
                         core.sleepers += 1;
                         deadline
@@ -308,18 +346,15 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
                 shared,
                 armed: true,
             };
-            let by_notify = match deadline {
-                Some(at) => {
-                    tokio::select! {
-                        biased;
-                        () = notified.as_mut() => true,
-                        () = tokio::time::sleep_until(at) => false,
-                    }
+            let by_notify = if let Some(at) = deadline {
+                tokio::select! {
+                    biased;
+                    () = notified.as_mut() => true,
+                    () = tokio::time::sleep_until(at) => false,
                 }
-                None => {
-                    notified.as_mut().await;
-                    true
-                }
+            } else {
+                notified.as_mut().await;
+                true
             };
             // No await from here to the next lock: the bookkeeping cannot be cancelled.
             guard.armed = false;
@@ -331,7 +366,8 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     /// (or delayed, if it was added with a delay). A key that is not being processed is left
     /// alone.
     pub fn done(&self, key: &T) {
-        self.change(|core, clock| ((), core.done(key, clock)));
+        let hash = self.hash(key);
+        self.change(|core, clock| swap(core.done(key, hash, clock)));
     }
 
     /// Forgets `key`'s failures in the rate limiter (call after processing it successfully). It
@@ -373,7 +409,10 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     /// Reports the unfinished work and the longest running processor to the hooks. client-go
     /// does this every 500 ms; whoever owns the hooks calls it as often as they like.
     pub fn update_unfinished_work(&self) {
-        self.shared.core.lock().update_unfinished_work(&mut Clock::default());
+        self.shared
+            .core
+            .lock()
+            .update_unfinished_work(&mut Clock::default());
     }
 
     /// Stops the queue: adds are ignored from now on and delayed keys are dropped, but keys that
