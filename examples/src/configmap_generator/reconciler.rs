@@ -24,7 +24,6 @@ pub struct Generator;
 
 // ANCHOR: controller
 /// The controller, built without the derive: it owns ConfigMaps and has a finalizer.
-#[must_use]
 pub fn controller() -> Controller<ConfigMapGenerator> {
     Controller::new(Generator)
         .name("configmap-generator")

@@ -55,6 +55,63 @@ fn content(cm: &ConfigMap) -> Option<&str> {
     cm.data.as_ref()?.get("content").map(String::as_str)
 }
 
+async fn create_generators(generators: &Api<ConfigMapGenerator>, n: usize) -> anyhow::Result<()> {
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let generators = generators.clone();
+            async move {
+                let g = generator(&format!("gen-{i}"), &format!("v{i}"));
+                generators.create(&PostParams::default(), &g).await
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+async fn wait_generated(configmaps: &Api<ConfigMap>, n: usize) -> anyhow::Result<()> {
+    let what = format!("{n} generated ConfigMaps with their generator's content");
+    wait_for(Duration::from_secs(120), &what, || async {
+        let cms = configmaps.list(&ListParams::default()).await.ok()?;
+        let by_name: HashMap<String, ConfigMap> = cms
+            .items
+            .into_iter()
+            .map(|cm| (cm.name_any(), cm))
+            .collect();
+        (0..n)
+            .all(|i| {
+                by_name.get(&format!("gen-{i}-generated")).and_then(content)
+                    == Some(&format!("v{i}"))
+            })
+            .then_some(())
+    })
+    .await
+}
+
+async fn wait_ready(generators: &Api<ConfigMapGenerator>) -> anyhow::Result<()> {
+    wait_for(
+        Duration::from_secs(60),
+        "every generator Ready with its finalizer",
+        || async {
+            let all = generators.list(&ListParams::default()).await.ok()?;
+            all.items
+                .iter()
+                .all(|g| {
+                    let status = g.status.as_ref();
+                    let ready = status.is_some_and(|s| {
+                        s.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Ready" && c.status == "True")
+                    });
+                    ready && g.finalizers().iter().any(|f| f == FINALIZER)
+                })
+                .then_some(())
+        },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps()
 -> anyhow::Result<()> {
@@ -72,60 +129,9 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
-    futures::stream::iter(0..200)
-        .map(|i| {
-            let generators = generators.clone();
-            async move {
-                generators
-                    .create(
-                        &PostParams::default(),
-                        &generator(&format!("gen-{i}"), &format!("v{i}")),
-                    )
-                    .await
-            }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await?;
-
-    wait_for(
-        Duration::from_secs(120),
-        "200 generated ConfigMaps with their generator's content",
-        || async {
-            let cms = configmaps.list(&ListParams::default()).await.ok()?;
-            let by_name: HashMap<String, ConfigMap> = cms
-                .items
-                .into_iter()
-                .map(|cm| (cm.name_any(), cm))
-                .collect();
-            (0..200)
-                .all(|i| {
-                    by_name.get(&format!("gen-{i}-generated")).and_then(content)
-                        == Some(&format!("v{i}"))
-                })
-                .then_some(())
-        },
-    )
-    .await?;
-    wait_for(
-        Duration::from_secs(60),
-        "every generator Ready with its finalizer",
-        || async {
-            let all = generators.list(&ListParams::default()).await.ok()?;
-            all.items
-                .iter()
-                .all(|g| {
-                    let ready = g.status.as_ref().is_some_and(|s| {
-                        s.conditions
-                            .iter()
-                            .any(|c| c.type_ == "Ready" && c.status == "True")
-                    });
-                    ready && g.finalizers().iter().any(|f| f == FINALIZER)
-                })
-                .then_some(())
-        },
-    )
-    .await?;
+    create_generators(&generators, 200).await?;
+    wait_generated(&configmaps, 200).await?;
+    wait_ready(&generators).await?;
 
     // A spec change is reconciled.
     let change = serde_json::json!({ "spec": { "content": "changed" } });
