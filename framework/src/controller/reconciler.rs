@@ -15,7 +15,7 @@ use super::{Action, Context, ErrorAction};
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kubeward::controller::{Action, Context, Reconciler};
+/// use kubeward::controller::{Action, Context, Controller, Reconciler};
 ///
 /// struct Audit;
 ///
@@ -27,6 +27,9 @@ use super::{Action, Context, ErrorAction};
 ///         Ok(Action::await_change())
 ///     }
 /// }
+///
+/// let controller = Controller::new(Audit).concurrency(4);
+/// # let _ = controller;
 /// ```
 pub trait Reconciler<K>: Send + Sync + 'static {
     /// The reconciler's error.
