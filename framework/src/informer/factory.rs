@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use futures::future::{join_all, try_join_all};
+use kube::core::PartialObjectMeta;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -129,6 +130,39 @@ impl Factory {
             Api::namespaced(self.client.clone(), namespace),
             self.config.clone(),
         )
+    }
+
+    /// The informer of the metadata of `K` in all namespaces: lists and watches ask for
+    /// `PartialObjectMetadata`, so only names, labels, annotations, owners and the like are
+    /// transferred and cached.
+    #[must_use]
+    pub fn metadata_informer<K>(&self) -> SharedInformer<PartialObjectMeta<K>>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        let config = self.config.clone().metadata_only(true);
+        self.informer_with(Api::all(self.client.clone()), config)
+    }
+
+    /// The informer of the metadata of `K` in one namespace.
+    #[must_use]
+    pub fn namespaced_metadata_informer<K>(
+        &self,
+        namespace: &str,
+    ) -> SharedInformer<PartialObjectMeta<K>>
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+        K::DynamicType: Default,
+    {
+        let config = self.config.clone().metadata_only(true);
+        self.informer_with(Api::namespaced(self.client.clone(), namespace), config)
     }
 
     /// The informer over `api` (any type, e.g. `Api::<DynamicObject>::all_with(client, &resource)`)

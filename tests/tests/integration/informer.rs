@@ -670,3 +670,49 @@ mod strict {
         Ok(())
     }
 }
+
+#[tokio::test]
+async fn a_metadata_informer_caches_only_metadata_and_follows_changes() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("inf-meta").await?;
+    let admin: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    create_many(&admin, "meta", 3).await?;
+
+    let factory = Factory::new(cp.client());
+    let metadata = factory.namespaced_metadata_informer::<ConfigMap>(&ns);
+    factory.start()?;
+    tokio::time::timeout(SYNC, factory.wait_for_sync()).await??;
+    admin
+        .create(&PostParams::default(), &config_map("meta-later", "1"))
+        .await?;
+    let expected = server_state(&admin).await?;
+    wait_for(SYNC, "the metadata cache to equal the server", || async {
+        let cached: BTreeMap<String, String> = metadata
+            .store()
+            .list()
+            .iter()
+            .map(|m| {
+                (
+                    m.metadata.name.clone().unwrap_or_default(),
+                    m.metadata.resource_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        (cached == expected).then_some(())
+    })
+    .await?;
+    let kinds: Vec<Option<String>> = metadata
+        .store()
+        .list()
+        .iter()
+        .map(|m| m.types.as_ref().map(|t| t.kind.clone()))
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .all(|k| k.as_deref() == Some("PartialObjectMetadata")),
+        "the server sent metadata only: {kinds:?}"
+    );
+    factory.shutdown().await;
+    Ok(())
+}
