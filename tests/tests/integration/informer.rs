@@ -716,3 +716,79 @@ async fn a_metadata_informer_caches_only_metadata_and_follows_changes() -> anyho
     factory.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn pods_indexed_by_node_are_found_by_node_and_follow_a_move() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("inf-index").await?;
+    let pods: Api<Pod> = Api::namespaced(cp.client(), &ns);
+    let pod = |name: &str, node: &str| Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_name: Some(node.into()),
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some("example.invalid/none".into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    for (name, node) in [("a", "node-1"), ("b", "node-1"), ("c", "node-2")] {
+        pods.create(&PostParams::default(), &pod(name, node))
+            .await?;
+    }
+
+    let factory = Factory::new(cp.client());
+    let informer = factory.namespaced_informer::<Pod>(&ns);
+    informer.add_index("node", |pod: &Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|spec| spec.node_name.clone())
+            .into_iter()
+            .collect()
+    })?;
+    factory.start()?;
+    tokio::time::timeout(SYNC, factory.wait_for_sync()).await??;
+    let store = informer.store();
+    let names = |node: &str| -> anyhow::Result<Vec<String>> {
+        let mut names: Vec<String> = store
+            .by_index("node", node)?
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        Ok(names)
+    };
+    assert_eq!(names("node-1")?, ["a", "b"]);
+    assert_eq!(names("node-2")?, ["c"]);
+    let mut nodes = store.index_values("node")?;
+    nodes.sort();
+    assert_eq!(nodes, ["node-1", "node-2"]);
+    assert_eq!(
+        store.by_index(kubeward::cache::NAMESPACE_INDEX, &ns)?.len(),
+        3
+    );
+
+    // nodeName cannot change on a live Pod: delete and recreate `b` on node-2.
+    pods.delete("b", &DeleteParams::default().grace_period(0))
+        .await?;
+    wait_for(SYNC, "b to leave node-1", || async {
+        (names("node-1").ok()? == ["a"]).then_some(())
+    })
+    .await?;
+    pods.create(&PostParams::default(), &pod("b", "node-2"))
+        .await?;
+    wait_for(SYNC, "b to show up on node-2", || async {
+        (names("node-2").ok()? == ["b", "c"]).then_some(())
+    })
+    .await?;
+    factory.shutdown().await;
+    Ok(())
+}
