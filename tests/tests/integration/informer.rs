@@ -141,8 +141,20 @@ async fn a_thousand_config_maps_listed_in_pages_of_a_hundred_are_cached_as_the_s
     );
     informer.start()?;
     tokio::time::timeout(SYNC, informer.wait_for_sync()).await??;
+    assert!(informer.has_synced());
     let server = server_state(&api).await?;
     assert_eq!(server.len(), 1000);
+    let newest = server
+        .values()
+        .filter_map(|rv| rv.parse::<u64>().ok())
+        .max();
+    let synced_at = informer
+        .last_sync_resource_version()
+        .and_then(|rv| rv.parse::<u64>().ok());
+    assert!(
+        synced_at >= newest && newest.is_some(),
+        "the list's resourceVersion {synced_at:?} is at least the newest object's {newest:?}"
+    );
     assert_eq!(
         cached_state(&informer),
         server,
@@ -790,5 +802,64 @@ async fn pods_indexed_by_node_are_found_by_node_and_follow_a_move() -> anyhow::R
     })
     .await?;
     factory.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn managed_fields_are_stripped_unless_kept_and_transforms_run_before_caching()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("inf-transform").await?;
+    let admin: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    create_many(&admin, "t", 2).await?;
+    let on_server = admin.get("t-0").await?;
+    assert!(
+        on_server.metadata.managed_fields.is_some(),
+        "the server tracks managedFields, so stripping them can be seen"
+    );
+
+    let stripped = SharedInformer::new(
+        Api::<ConfigMap>::namespaced(cp.client(), &ns),
+        informer::Config::default(),
+    );
+    stripped.add_transform(|cm: &mut ConfigMap| {
+        cm.data.get_or_insert_default().remove("value");
+    });
+    let kept = SharedInformer::new(
+        Api::<ConfigMap>::namespaced(cp.client(), &ns),
+        informer::Config::default().strip_managed_fields(false),
+    );
+    for informer in [&stripped, &kept] {
+        informer.start()?;
+        tokio::time::timeout(SYNC, informer.wait_for_sync()).await??;
+    }
+    admin
+        .create(&PostParams::default(), &config_map("t-later", "1"))
+        .await?;
+    for informer in [&stripped, &kept] {
+        wait_for(SYNC, "the object created after sync", || async {
+            (informer.store().len() == 3).then_some(())
+        })
+        .await?;
+    }
+    for cm in stripped.store().list() {
+        assert!(
+            cm.metadata.managed_fields.is_none(),
+            "managedFields are stripped by default"
+        );
+        assert!(
+            cm.data.as_ref().is_some_and(|d| !d.contains_key("value")),
+            "the transform ran on every object, listed or watched"
+        );
+    }
+    for cm in kept.store().list() {
+        assert!(
+            cm.metadata.managed_fields.is_some(),
+            "managedFields are kept on request"
+        );
+        assert!(cm.data.as_ref().is_some_and(|d| d.contains_key("value")));
+    }
+    stripped.shutdown().await;
+    kept.shutdown().await;
     Ok(())
 }
