@@ -232,3 +232,31 @@ impl Factory {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::cache::Store;
+
+    fn assert_send_sync_static<T: Send + Sync + 'static>() {}
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Never called: it only has to compile, proving the futures users spawn are `Send`.
+    #[allow(dead_code)]
+    fn futures_are_send(factory: &Factory, informer: &SharedInformer<Pod>) {
+        assert_send(&factory.wait_for_sync());
+        assert_send(&factory.shutdown());
+        assert_send(&informer.wait_for_sync());
+        assert_send(&informer.shutdown());
+    }
+
+    #[test]
+    fn handles_can_be_shared_across_tasks() {
+        assert_send_sync_static::<Factory>();
+        assert_send_sync_static::<SharedInformer<Pod>>();
+        assert_send_sync_static::<Store<Pod>>();
+        let _ = futures_are_send as fn(&Factory, &SharedInformer<Pod>);
+    }
+}
