@@ -6,5 +6,8 @@
 
 pub mod cache;
 pub mod informer;
+pub mod leader;
+pub mod manager;
+
 #[cfg(feature = "testing")]
 pub mod testing;

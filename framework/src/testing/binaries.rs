@@ -9,7 +9,7 @@ const INSTALL: &str = "bash scripts/setup";
 /// The programs a [`ControlPlane`](super::ControlPlane) runs.
 ///
 /// Looked up, in order, in `$KUBEWARD_BIN`, `$KUBEBUILDER_ASSETS` (the envtest convention),
-/// `~/.cache/kubeward/bin` (where `scripts/setup` installs them) and `$PATH`.
+/// `$KUBEWARD_CACHE/bin` or else `~/.cache/kubeward/bin` (where `scripts/setup` installs them), and `$PATH`.
 #[derive(Clone, Debug)]
 pub struct Binaries {
     /// The etcd server.
@@ -41,7 +41,9 @@ fn search_dirs() -> Vec<PathBuf> {
             dirs.push(PathBuf::from(dir));
         }
     }
-    if let Some(home) = std::env::var_os("HOME") {
+    if let Some(cache) = std::env::var_os("KUBEWARD_CACHE").filter(|v| !v.is_empty()) {
+        dirs.push(Path::new(&cache).join("bin"));
+    } else if let Some(home) = std::env::var_os("HOME") {
         dirs.push(Path::new(&home).join(".cache/kubeward/bin"));
     }
     if let Some(path) = std::env::var_os("PATH") {

@@ -1,6 +1,7 @@
 //! Runs a real local control plane (etcd + kube-apiserver) for tests.
 //!
 //! ```no_run
+//! # #[allow(dead_code)]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::Api;
@@ -14,11 +15,13 @@
 
 mod binaries;
 mod control_plane;
+pub mod fake;
 mod process;
 mod proxy;
 
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
+pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
 
 /// Errors from starting or talking to the local control plane.

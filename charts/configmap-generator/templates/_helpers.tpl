@@ -1,0 +1,67 @@
+{{/* The chart name, overridable. */}}
+{{- define "configmap-generator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of every resource: release name + chart name, unless one contains the other. */}}
+{{- define "configmap-generator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart-version, for the helm.sh/chart label. */}}
+{{- define "configmap-generator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels that select the operator pods; never change them after a release exists. */}}
+{{- define "configmap-generator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "configmap-generator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of every resource. */}}
+{{- define "configmap-generator.labels" -}}
+helm.sh/chart: {{ include "configmap-generator.chart" . }}
+{{ include "configmap-generator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: kubeward
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The ServiceAccount the operator runs as. */}}
+{{- define "configmap-generator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "configmap-generator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository, then @digest or :tag (appVersion by default). */}}
+{{- define "configmap-generator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The name of the leader-election Lease. */}}
+{{- define "configmap-generator.leaderElectionId" -}}
+{{- default (include "configmap-generator.fullname" .) .Values.leaderElection.id }}
+{{- end }}
+
+{{/* True (non-empty) when the ServiceMonitor is wanted and the cluster serves its API. */}}
+{{- define "configmap-generator.serviceMonitorServed" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor") }}true{{ end }}
+{{- end }}

@@ -1,0 +1,176 @@
+//! Parses the operator's command line, with controller-runtime's flag names.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use super::{Config, Error};
+
+/// The command-line flags every kubeward operator understands, named as in controller-runtime and
+/// kubebuilder; each can also be set through the environment variable shown in `--help`.
+///
+/// Embed it in your own `clap` parser with `#[command(flatten)]`, or let
+/// [`Manager::from_args`](super::Manager::from_args) parse it alone.
+#[derive(Clone, Debug, Parser)]
+#[command(about = "A Kubernetes operator built with kubeward")]
+#[non_exhaustive]
+pub struct Flags {
+    /// Address the /metrics endpoint binds to (`:8080`, `127.0.0.1:8080`); `0` turns it off.
+    #[arg(long, env = "KUBEWARD_METRICS_BIND_ADDRESS", default_value = ":8080", value_parser = parse_bind_address)]
+    pub metrics_bind_address: BindAddress,
+
+    /// Address the /healthz and /readyz endpoints bind to; `0` turns them off.
+    #[arg(long, env = "KUBEWARD_HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081", value_parser = parse_bind_address)]
+    pub health_probe_bind_address: BindAddress,
+
+    /// Run controllers only while holding the leader-election Lease.
+    #[arg(long, env = "KUBEWARD_LEADER_ELECT")]
+    pub leader_elect: bool,
+
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "KUBEWARD_LEADER_ELECTION_ID",
+        default_value = "kubeward-leader"
+    )]
+    pub leader_election_id: String,
+
+    /// Namespace of the leader-election Lease; defaults to the pod's namespace.
+    #[arg(long, env = "KUBEWARD_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Watch only this namespace; all namespaces when unset.
+    #[arg(long, env = "KUBEWARD_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Reconciles run at once per controller, unless a controller sets its own.
+    #[arg(long, env = "KUBEWARD_MAX_CONCURRENT_RECONCILES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
+    /// How long in-flight reconciles may take to finish after SIGTERM, in seconds.
+    #[arg(long, env = "KUBEWARD_GRACEFUL_SHUTDOWN_TIMEOUT", default_value_t = 30)]
+    pub graceful_shutdown_timeout: u64,
+
+    /// Log format.
+    #[arg(long, env = "KUBEWARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log level or filter (`info`, `debug`, `kubeward=debug,info`).
+    #[arg(long, env = "KUBEWARD_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// An address to serve on, or off (`0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindAddress {
+    /// Do not serve.
+    Off,
+    /// Serve on this address.
+    On(SocketAddr),
+}
+
+impl Flags {
+    /// The manager configuration these flags describe.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for a log filter that does not parse.
+    pub fn config(&self) -> Result<Config, Error> {
+        tracing_subscriber::EnvFilter::try_new(&self.log_level)
+            .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
+        Ok(Config::default()
+            .metrics_bind_address(self.metrics_bind_address)
+            .health_probe_bind_address(self.health_probe_bind_address)
+            .max_concurrent_reconciles(self.max_concurrent_reconciles)
+            .graceful_shutdown_timeout(Duration::from_secs(self.graceful_shutdown_timeout))
+            .namespace(self.namespace.clone()))
+    }
+}
+
+/// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`.
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
+    if value == "0" {
+        return Ok(BindAddress::Off);
+    }
+    let full = if value.starts_with(':') {
+        format!("0.0.0.0{value}")
+    } else {
+        value.to_owned()
+    };
+    full.parse().map(BindAddress::On).map_err(|_| {
+        format!("`{value}` is not an address; use `:PORT`, `HOST:PORT` or `0` to turn it off")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_controller_runtime() {
+        let flags = Flags::try_parse_from(["op"]).unwrap();
+        assert_eq!(
+            flags.metrics_bind_address,
+            BindAddress::On("0.0.0.0:8080".parse().unwrap())
+        );
+        assert_eq!(
+            flags.health_probe_bind_address,
+            BindAddress::On("0.0.0.0:8081".parse().unwrap())
+        );
+        assert!(!flags.leader_elect);
+        assert_eq!(flags.max_concurrent_reconciles, 1);
+        assert_eq!(flags.log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn zero_turns_an_endpoint_off_and_hosts_are_kept() {
+        let flags = Flags::try_parse_from([
+            "op",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=127.0.0.1:9000",
+        ])
+        .unwrap();
+        assert_eq!(flags.metrics_bind_address, BindAddress::Off);
+        assert_eq!(
+            flags.health_probe_bind_address,
+            BindAddress::On("127.0.0.1:9000".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_bad_address_is_rejected_with_the_accepted_forms() {
+        let err = Flags::try_parse_from(["op", "--metrics-bind-address=eighty"]).unwrap_err();
+        assert!(
+            err.to_string().contains("use `:PORT`, `HOST:PORT` or `0`"),
+            "{err}"
+        );
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn zero_concurrency_and_unknown_log_formats_are_rejected() {
+        assert!(Flags::try_parse_from(["op", "--max-concurrent-reconciles=0"]).is_err());
+        assert!(Flags::try_parse_from(["op", "--log-format=xml"]).is_err());
+    }
+
+    #[test]
+    fn a_log_filter_that_does_not_parse_is_an_invalid_flag() {
+        let flags = Flags::try_parse_from(["op", "--log-level=[[["]).unwrap();
+        assert!(
+            matches!(flags.config(), Err(Error::InvalidFlags(m)) if m.starts_with("--log-level"))
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! Runs an operator: one client, its controllers and tasks, the HTTP endpoints, and shutdown.
+//!
+//! ```no_run
+//! # #[allow(dead_code)]
+//! # async fn demo() -> Result<(), kubeward::manager::Error> {
+//! use kubeward::manager::{Manager, runnable_fn};
+//!
+//! let manager = Manager::from_args().await?; // --metrics-bind-address, --leader-elect, ...
+//! manager.add(runnable_fn("heartbeat", false, |shutdown| async move {
+//!     shutdown.cancelled().await;
+//!     Ok(())
+//! }));
+//! manager.run().await // until SIGTERM or SIGINT
+//! # }
+//! ```
+
+mod config;
+mod flags;
+mod http;
+mod logging;
+mod run;
+mod runnable;
+mod shutdown;
+
+use std::sync::Arc;
+
+use kube::Client;
+use parking_lot::Mutex;
+use prometheus::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use self::config::Config;
+pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address};
+pub use self::http::Check;
+pub use self::logging::init_logging;
+pub use self::runnable::{BoxError, Runnable, runnable_fn};
+pub use self::shutdown::cancel_on_signal;
+
+use self::http::Probes;
+
+/// Errors that stop a [`Manager`] from starting or end its run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A flag or configuration value is invalid.
+    #[error("invalid flags: {0}")]
+    InvalidFlags(String),
+    /// A global logger was already installed.
+    #[error("installing the logger")]
+    Logging(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No client configuration could be found (kubeconfig or in-cluster).
+    #[error("finding the Kubernetes client configuration")]
+    ClientConfig(#[source] Box<kube::Error>),
+    /// An endpoint could not bind its address.
+    #[error("binding the {what} endpoint to {addr}")]
+    Bind {
+        /// `metrics` or `health probe`.
+        what: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Signal handlers could not be installed.
+    #[error("installing signal handlers")]
+    Signal(#[source] std::io::Error),
+    /// A runnable (a controller or a task) failed.
+    #[error("{name} failed")]
+    Runnable {
+        /// Its name.
+        name: String,
+        /// Its error.
+        #[source]
+        source: BoxError,
+    },
+    /// A runnable panicked.
+    #[error("{name} panicked")]
+    RunnablePanicked {
+        /// Its name.
+        name: String,
+    },
+    /// Work was still running when the graceful shutdown timeout ran out.
+    #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
+    ShutdownTimeout {
+        /// The timeout.
+        seconds: u64,
+        /// The runnables that had not finished.
+        unfinished: Vec<String>,
+    },
+}
+
+/// The manager's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Owns the client, the metrics registry, the probes and every runnable of an operator, and runs
+/// them until SIGTERM/SIGINT; see the [module docs](self).
+pub struct Manager {
+    client: Client,
+    config: Config,
+    registry: Registry,
+    probes: Arc<Probes>,
+    runnables: Mutex<Vec<Box<dyn Runnable>>>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let runnables: Vec<String> = self.runnables.lock().iter().map(|r| r.name()).collect();
+        f.debug_struct("Manager")
+            .field("config", &self.config)
+            .field("probes", &self.probes)
+            .field("runnables", &runnables)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A manager for `client`.
+    #[must_use]
+    pub fn new(client: Client, config: Config) -> Self {
+        Self {
+            client,
+            config,
+            registry: Registry::new(),
+            probes: Arc::default(),
+            runnables: Mutex::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Parses [`Flags`] from the command line (printing usage and exiting with code 2 on a bad
+    /// flag, like every clap program), installs logging, and infers the client configuration
+    /// (`KUBECONFIG`, `~/.kube/config`, or the in-cluster service account).
+    ///
+    /// # Errors
+    /// See [`Self::from_flags`].
+    pub async fn from_args() -> Result<Self> {
+        use clap::Parser as _;
+        Self::from_flags(&Flags::parse()).await
+    }
+
+    /// As [`Self::from_args`], with flags you parsed yourself (e.g. flattened into your own parser).
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`], [`Error::Logging`], or [`Error::ClientConfig`] when no cluster
+    /// configuration can be found.
+    pub async fn from_flags(flags: &Flags) -> Result<Self> {
+        let config = flags.config()?;
+        init_logging(flags.log_format, &flags.log_level)?;
+        let client = Client::try_default()
+            .await
+            .map_err(|e| Error::ClientConfig(Box::new(e)))?;
+        Ok(Self::new(client, config))
+    }
+
+    /// The Kubernetes client every controller of this manager shares.
+    #[must_use]
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The manager's configuration.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The Prometheus registry served at `/metrics`; register your own metrics in it.
+    #[must_use]
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Adds a controller or task, to be started by [`Self::run`].
+    pub fn add(&self, runnable: impl Runnable) {
+        self.runnables.lock().push(Box::new(runnable));
+    }
+
+    /// Adds a liveness check to `/healthz`.
+    pub fn add_health_check(&self, name: impl Into<String>, check: Check) {
+        self.probes.add_health(name.into(), check);
+    }
+
+    /// Adds a readiness check to `/readyz` (which also fails once shutdown has begun).
+    pub fn add_readiness_check(&self, name: impl Into<String>, check: Check) {
+        self.probes.add_ready(name.into(), check);
+    }
+
+    /// The token that starts shutdown when cancelled; SIGTERM and SIGINT cancel it.
+    #[must_use]
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}

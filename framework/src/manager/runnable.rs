@@ -1,0 +1,73 @@
+//! Defines the long-running tasks a Manager starts and stops: controllers, informers, elections.
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+/// The error a [`Runnable`] may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A task the [`Manager`](super::Manager) runs until its shutdown token is cancelled.
+///
+/// Controllers are runnables; so is anything of yours that should start and stop with the
+/// operator. A runnable that returns an error makes the manager shut everything down and
+/// return that error.
+pub trait Runnable: Send + 'static {
+    /// A name for logs and errors.
+    fn name(&self) -> String;
+
+    /// Whether it may run only while this replica holds the leader-election Lease (true for
+    /// controllers; false for informers and servers, which every replica runs).
+    fn needs_leader_election(&self) -> bool {
+        true
+    }
+
+    /// Runs until `shutdown` is cancelled, then returns once its in-flight work is finished.
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>>;
+}
+
+/// A [`Runnable`] made from a name and an async closure, for small tasks.
+pub fn runnable_fn<F, Fut>(
+    name: impl Into<String>,
+    needs_leader_election: bool,
+    run: F,
+) -> impl Runnable
+where
+    F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    FnRunnable {
+        name: name.into(),
+        needs_leader_election,
+        run,
+    }
+}
+
+struct FnRunnable<F> {
+    name: String,
+    needs_leader_election: bool,
+    run: F,
+}
+
+impl<F, Fut> Runnable for FnRunnable<F>
+where
+    F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn needs_leader_election(&self) -> bool {
+        self.needs_leader_election
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin((self.run)(shutdown))
+    }
+}
