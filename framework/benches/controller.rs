@@ -18,7 +18,9 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::ObjectMeta;
-use kube::runtime::controller::{Action as KrAction, Config as KrConfig, Controller as KrController};
+use kube::runtime::controller::{
+    Action as KrAction, Config as KrConfig, Controller as KrController,
+};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
@@ -60,7 +62,11 @@ struct Ours(Arc<Load>, usize);
 impl Reconciler<ConfigMap> for Ours {
     type Error = std::convert::Infallible;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, _ctx: &Context<ConfigMap>) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
         self.0.reconcile(&cm.name_any(), self.1).await;
         Ok(Action::await_change())
     }
@@ -68,7 +74,11 @@ impl Reconciler<ConfigMap> for Ours {
 
 fn config_map(name: String) -> ConfigMap {
     ConfigMap {
-        metadata: ObjectMeta { name: Some(name), namespace: Some("default".into()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
         data: Some([("k".to_owned(), "v".to_owned())].into()),
         ..ConfigMap::default()
     }
@@ -76,7 +86,8 @@ fn config_map(name: String) -> ConfigMap {
 
 fn seed(fake: &FakeApiServer, prefix: &str, n: usize) {
     for i in 0..n {
-        fake.seed(&config_map(format!("{prefix}-{i}"))).expect("the fake stores ConfigMaps");
+        fake.seed(&config_map(format!("{prefix}-{i}")))
+            .expect("the fake stores ConfigMaps");
     }
 }
 
@@ -94,7 +105,10 @@ async fn measure(parked: usize, start: impl FnOnce(FakeApiServer, Arc<Load>)) ->
     let done = load.fast_done.notified();
     let started = tokio::time::Instant::now();
     seed(&fake, "fast", FAST);
-    let finished = tokio::time::timeout(TIMEOUT, done).await.ok().map(|()| started.elapsed());
+    let finished = tokio::time::timeout(TIMEOUT, done)
+        .await
+        .ok()
+        .map(|()| started.elapsed());
     load.release.cancel();
     finished
 }
@@ -123,15 +137,18 @@ async fn kube_runtime(parked: usize) -> Option<Duration> {
     let slot = Arc::clone(&task);
     let elapsed = measure(parked, move |fake, load| {
         let api: Api<ConfigMap> = Api::all(fake.client());
-        let config = KrConfig::default().concurrency(u16::try_from(PARKED + 64).unwrap_or(u16::MAX));
-        let run = KrController::new(api, watcher::Config::default()).with_config(config).run(
-            move |cm: Arc<ConfigMap>, load: Arc<Load>| async move {
-                load.reconcile(&cm.name_any(), parked).await;
-                Ok::<_, std::convert::Infallible>(KrAction::await_change())
-            },
-            |_, _, _| KrAction::await_change(),
-            load,
-        );
+        let config =
+            KrConfig::default().concurrency(u16::try_from(PARKED + 64).unwrap_or(u16::MAX));
+        let run = KrController::new(api, watcher::Config::default())
+            .with_config(config)
+            .run(
+                move |cm: Arc<ConfigMap>, load: Arc<Load>| async move {
+                    load.reconcile(&cm.name_any(), parked).await;
+                    Ok::<_, std::convert::Infallible>(KrAction::await_change())
+                },
+                |_, _, _| KrAction::await_change(),
+                load,
+            );
         *slot.lock() = Some(tokio::spawn(run.for_each(|_| async {})));
     })
     .await;
@@ -142,7 +159,10 @@ async fn kube_runtime(parked: usize) -> Option<Duration> {
 }
 
 fn show(d: Option<Duration>) -> String {
-    d.map_or_else(|| format!("> {} s", TIMEOUT.as_secs()), |d| format!("{:.2} s", d.as_secs_f64()))
+    d.map_or_else(
+        || format!("> {} s", TIMEOUT.as_secs()),
+        |d| format!("{:.2} s", d.as_secs_f64()),
+    )
 }
 
 fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
@@ -153,7 +173,10 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
     runtime.block_on(async {
         let ours_free = kubeward(0).await;
         let ours_parked = kubeward(PARKED).await;
