@@ -213,6 +213,7 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
     Ok(())
 }
 
+// ANCHOR: fake
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_operator_passes_the_same_checks_on_the_fake_api_server() -> anyhow::Result<()>
 {
@@ -228,6 +229,7 @@ async fn the_example_operator_passes_the_same_checks_on_the_fake_api_server() ->
     );
     Ok(())
 }
+// ANCHOR_END: fake
 
 /// Records overlapping reconciles of one key, and the last resourceVersion reconciled per key.
 #[derive(Default)]
