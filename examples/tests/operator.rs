@@ -4,8 +4,11 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{ControlPlane, TcpProxy, install_crd, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION, FINALIZER, generated_name,
@@ -148,11 +151,247 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
         "the operator must exit 0 after a graceful shutdown, got {exited}"
     );
 
-    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(cp.client(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     let produced = configmaps.get_opt(&generated_name(&slow)).await?;
     assert!(
         produced.is_some(),
         "the in-flight reconcile finished before the process exited"
     );
     Ok(())
+}
+
+/// `helm` from `$KUBEWARD_BIN`, `~/.cache/kubeward/bin` or `$PATH`.
+fn helm() -> std::path::PathBuf {
+    let dirs = std::env::var_os("KUBEWARD_BIN")
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .chain(
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache/kubeward/bin")),
+        );
+    dirs.map(|d| d.join("helm"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| "helm".into())
+}
+
+/// The control plane's kubeconfig, acting as the ServiceAccount `namespace/name`.
+fn kubeconfig_as(
+    cp: &ControlPlane,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let original = std::fs::read_to_string(cp.kubeconfig())?;
+    let token_line = original
+        .lines()
+        .find(|l| l.trim_start().starts_with("token:"))
+        .expect("an admin token");
+    let impersonation = format!(
+        "{token_line}\n    as: system:serviceaccount:{namespace}:{name}\n    as-groups:\n    - system:serviceaccounts\n    - system:serviceaccounts:{namespace}\n    - system:authenticated"
+    );
+    let path = cp.dir().join(format!("kubeconfig-{name}"));
+    std::fs::write(&path, original.replace(token_line, &impersonation))?;
+    Ok(path)
+}
+
+/// Installs the example operator's chart as release `cmg` in `namespace`; waits for its CRD.
+async fn install_chart(
+    cp: &ControlPlane,
+    namespace: &str,
+    sa: &str,
+    lease: &str,
+) -> anyhow::Result<()> {
+    let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/configmap-generator");
+    let installed = Command::new(helm())
+        .args([
+            "install",
+            "cmg",
+            chart,
+            "--namespace",
+            namespace,
+            "--create-namespace",
+            "--kubeconfig",
+        ])
+        .arg(cp.kubeconfig())
+        .args([
+            "--set",
+            &format!("serviceAccount.name={sa}"),
+            "--set",
+            &format!("leaderElection.id={lease}"),
+        ])
+        .output()?;
+    anyhow::ensure!(
+        installed.status.success(),
+        "helm install: {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let api: Api<ConfigMapGenerator> = Api::all(cp.client());
+    wait_for(
+        Duration::from_secs(30),
+        "the chart's CRD to be served",
+        || async { api.list(&ListParams::default()).await.ok().map(|_| ()) },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Starts the operator binary as the chart's ServiceAccount, with leader election on.
+fn spawn_as_service_account(
+    cp: &ControlPlane,
+    namespace: &str,
+    sa: &str,
+    lease: &str,
+    log: &std::path::Path,
+) -> anyhow::Result<(Operator, SocketAddr)> {
+    let (metrics, probes) = (free_addr(), free_addr());
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args([
+            "--leader-elect",
+            "--leader-election-id",
+            lease,
+            "--leader-election-namespace",
+            namespace,
+        ])
+        .args([
+            "--leader-election-lease-duration",
+            "4s",
+            "--leader-election-renew-deadline",
+            "3s",
+        ])
+        .args(["--leader-election-retry-period", "500ms"])
+        .args(["--metrics-bind-address", &metrics.to_string()])
+        .args(["--health-probe-bind-address", &probes.to_string()])
+        .env("KUBECONFIG", kubeconfig_as(cp, namespace, sa)?)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()?;
+    Ok((Operator(child), metrics))
+}
+
+/// Sends SIGTERM and waits for the process to exit.
+async fn terminate(operator: &mut Operator) -> anyhow::Result<std::process::ExitStatus> {
+    let pid = operator.0.id().to_string();
+    anyhow::ensure!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()?
+            .success(),
+        "SIGTERM was not delivered"
+    );
+    let exited = wait_for(
+        Duration::from_secs(30),
+        "the operator to exit after SIGTERM",
+        || {
+            let status = operator.0.try_wait().ok().flatten();
+            async move { status }
+        },
+    )
+    .await?;
+    Ok(exited)
+}
+
+/// Waits until `/metrics` counts a successful reconcile; returns the page.
+async fn scrape_after_success(metrics: SocketAddr) -> anyhow::Result<String> {
+    let page = wait_for(
+        Duration::from_secs(30),
+        "/metrics to count a successful reconcile",
+        || async {
+            let body = get_body(metrics, "/metrics").await?;
+            body.lines()
+                .any(|l| {
+                    l.starts_with("controller_runtime_reconcile_total")
+                        && l.contains(r#"result="success""#)
+                        && !l.ends_with(" 0")
+                })
+                .then_some(body)
+        },
+    )
+    .await?;
+    Ok(page)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_runs_on_exactly_the_charts_rbac_with_leader_election_and_never_gets_a_403()
+-> anyhow::Result<()> {
+    // A private control plane: the release takes ownership of the cluster-scoped CRD.
+    let cp = ControlPlane::start().await?;
+    let (release_ns, sa, lease) = ("operator-system", "cmg-operator", "cmg-leader");
+    install_chart(&cp, release_ns, sa, lease).await?;
+    let log_path = cp.dir().join("operator.log");
+    let (mut operator, metrics) = spawn_as_service_account(&cp, release_ns, sa, lease, &log_path)?;
+
+    let leases: Api<Lease> = Api::namespaced(cp.client(), release_ns);
+    wait_for(
+        Duration::from_secs(30),
+        "the operator to take the Lease",
+        || async {
+            let holder = leases.get_opt(lease).await.ok()??.spec?.holder_identity?;
+            (!holder.is_empty()).then_some(())
+        },
+    )
+    .await?;
+
+    let apps = cp.create_namespace("apps").await?;
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &apps);
+    let sample = ConfigMapGenerator::new(
+        "sample",
+        ConfigMapGeneratorSpec {
+            content: "rbac is enough".into(),
+        },
+    );
+    generators.create(&PostParams::default(), &sample).await?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &apps);
+    wait_for(
+        Duration::from_secs(30),
+        "the operator, as its ServiceAccount, to produce the ConfigMap",
+        || async { configmaps.get_opt(&generated_name(&sample)).await.ok()? },
+    )
+    .await?;
+    let events: Api<Event> = Api::namespaced(cp.client(), &apps);
+    wait_for(Duration::from_secs(30), "a Generated event", || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Generated"))
+            .then_some(())
+    })
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; operator log:\n{}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        )
+    })?;
+    let page = scrape_after_success(metrics).await?;
+    assert!(
+        page.contains(r#"leader_election_master_status{name="cmg-leader"} 1"#),
+        "the leader reports itself"
+    );
+
+    let exited = terminate(&mut operator).await?;
+    assert!(exited.success(), "exit status {exited}");
+    let log = std::fs::read_to_string(&log_path)?;
+    assert!(
+        !log.contains("403") && !log.to_lowercase().contains("forbidden"),
+        "the chart's RBAC was not enough:\n{log}"
+    );
+    let holder = leases
+        .get(lease)
+        .await?
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert_eq!(holder, "", "a graceful shutdown releases the Lease");
+    Ok(())
+}
+
+/// The body of `GET path`, or `None` while nothing answers.
+async fn get_body(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    Some(response)
 }

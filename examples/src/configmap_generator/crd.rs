@@ -50,6 +50,8 @@ pub struct Condition {
     pub reason: String,
     /// A human-readable message.
     pub message: String,
+    /// When the status last changed (RFC 3339).
+    pub last_transition_time: String,
     /// The generation this condition was set for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

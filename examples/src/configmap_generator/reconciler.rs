@@ -38,6 +38,23 @@ pub fn generated_name(generator: &ConfigMapGenerator) -> String {
     format!("{}-generated", generator.name_any())
 }
 
+/// The Ready condition's transition time: kept while it stays True, else now.
+fn transition_time(generator: &ConfigMapGenerator) -> String {
+    let previous = generator.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == "Ready" && c.status == "True")
+    });
+    previous.map_or_else(
+        || {
+            k8s_openapi::jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string()
+        },
+        |c| c.last_transition_time.clone(),
+    )
+}
+
 // ANCHOR: reconciler
 impl Reconciler<ConfigMapGenerator> for Generator {
     type Error = kube::Error;
@@ -82,6 +99,7 @@ impl Reconciler<ConfigMapGenerator> for Generator {
                     status: "True".into(),
                     reason: "Generated".into(),
                     message: format!("ConfigMap {name} holds the content"),
+                    last_transition_time: transition_time(&generator),
                     observed_generation: generation,
                 }],
             };
