@@ -31,6 +31,8 @@ pub struct ControlPlane {
     // Field order is drop order: the apiserver must go before etcd.
     apiserver: Supervised,
     etcd: Supervised,
+    apiserver_program: PathBuf,
+    apiserver_args: Vec<String>,
     config: Config,
     api_port: u16,
     kubeconfig: PathBuf,
@@ -148,6 +150,25 @@ impl ControlPlane {
         self.apiserver.log_tail(lines)
     }
 
+    /// Kills kube-apiserver (SIGKILL, no goodbye to its clients) and starts it again on the same
+    /// port, certificates and etcd; returns once it reports `/readyz` again.
+    ///
+    /// # Errors
+    /// It did not start, or was not ready within 90 s ([`Error::NotReady`]).
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        self.apiserver.stop();
+        let log = self.dir.path().join("kube-apiserver.log");
+        self.apiserver = Supervised::spawn(&self.apiserver_program, &self.apiserver_args, log)?;
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        wait_readyz(&self.client(), deadline)
+            .await
+            .map_err(|()| Error::NotReady {
+                component: "kube-apiserver",
+                seconds: READY_TIMEOUT.as_secs(),
+                log_tail: self.apiserver.log_tail(15),
+            })
+    }
+
     /// The last lines of etcd's log, for failure messages.
     #[must_use]
     pub fn etcd_log_tail(&self, lines: usize) -> String {
@@ -191,9 +212,11 @@ impl ControlPlane {
             &etcd_args(&root, &etcd_url, peer_port),
             root.join("etcd.log"),
         )?;
+        let apiserver_program = binaries.kube_apiserver.clone();
+        let apiserver_args = apiserver_args(&root, &etcd_url, api_port);
         let apiserver = Supervised::spawn(
-            &binaries.kube_apiserver,
-            &apiserver_args(&root, &etcd_url, api_port),
+            &apiserver_program,
+            &apiserver_args,
             root.join("kube-apiserver.log"),
         )?;
 
@@ -202,6 +225,8 @@ impl ControlPlane {
         Ok(Self {
             apiserver,
             etcd,
+            apiserver_program,
+            apiserver_args,
             config,
             api_port,
             kubeconfig,
@@ -293,15 +318,23 @@ async fn wait_ready(
         .await
         .map_err(|e| Error::Client(Box::new(kube::Error::InferKubeconfig(e))))?;
     let client = Client::try_from(config.clone()).map_err(|e| Error::Client(Box::new(e)))?;
+    wait_readyz(&client, deadline)
+        .await
+        .map_err(|()| not_ready())?;
+    Ok(config)
+}
+
+/// Polls `/readyz` until it answers `ok`; `Err` at the deadline.
+async fn wait_readyz(client: &Client, deadline: tokio::time::Instant) -> Result<(), ()> {
     loop {
         let request = http::Request::get("/readyz")
             .body(Vec::new())
             .expect("a constant request is valid");
         if matches!(client.request_text(request).await.as_deref(), Ok("ok")) {
-            return Ok(config);
+            return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
-            return Err(not_ready());
+            return Err(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
