@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::future::{join_all, try_join_all};
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use super::{Config, Result, SharedInformer};
+use super::{Config, Result, SharedInformer, Stats};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -44,6 +45,7 @@ trait ErasedInformer: Send + Sync {
     fn wait_for_sync(&self) -> BoxFuture<'_, Result<()>>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     fn clone_box(&self) -> Box<dyn ErasedInformer>;
+    fn observe(&self) -> (Arc<Stats>, usize);
 }
 
 impl<K> ErasedInformer for SharedInformer<K>
@@ -64,6 +66,10 @@ where
 
     fn clone_box(&self) -> Box<dyn ErasedInformer> {
         Box::new(self.clone())
+    }
+
+    fn observe(&self) -> (Arc<Stats>, usize) {
+        (SharedInformer::stats(self), self.store().len())
     }
 }
 
@@ -188,6 +194,32 @@ impl Factory {
     pub async fn shutdown(&self) {
         let erased = self.erased();
         join_all(erased.iter().map(|informer| informer.shutdown())).await;
+    }
+
+    /// Every informer made so far: its resource (URL path, then its selectors, if any), its
+    /// reflector's [`Stats`] and how many objects its store holds. The metrics read this.
+    #[must_use]
+    pub fn observe(&self) -> Vec<(String, Arc<Stats>, usize)> {
+        self.informers
+            .lock()
+            .iter()
+            .map(|(key, entry)| {
+                let selectors: Vec<String> = [
+                    ("labelSelector", &key.labels),
+                    ("fieldSelector", &key.fields),
+                ]
+                .into_iter()
+                .filter_map(|(name, value)| Some(format!("{name}={}", value.as_ref()?)))
+                .collect();
+                let resource = if selectors.is_empty() {
+                    key.url.clone()
+                } else {
+                    format!("{}?{}", key.url, selectors.join("&"))
+                };
+                let (stats, objects) = entry.erased.observe();
+                (resource, stats, objects)
+            })
+            .collect()
     }
 
     fn erased(&self) -> Vec<Box<dyn ErasedInformer>> {
