@@ -8,3 +8,4 @@ mod fake;
 mod informer;
 mod leader;
 mod manager;
+mod metrics;
