@@ -1,5 +1,6 @@
 //! `/metrics` of a Manager on the real control plane: counts, buckets, promtool, a real Prometheus.
 
+mod dashboard;
 mod prometheus;
 mod scrape;
 
@@ -11,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{BindAddress, Config, Manager};
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::ControlPlane;
@@ -419,7 +420,12 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let addr = free_port()?;
     let config = Config::default()
         .namespace(Some(ns.clone()))
-        .metrics_bind_address(BindAddress::On(addr));
+        .metrics_bind_address(BindAddress::On(addr))
+        .leader_election(Some(LeaderElection::new(
+            "configmap-generator",
+            Some(ns.clone()),
+            kubeward::leader::Config::default(),
+        )));
     let manager = Manager::new(cp.client(), config);
     manager.add(generator_controller());
     let running = Running::start(manager, addr);
@@ -489,6 +495,29 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     assert_eq!(errors.first().map(|(_, v)| *v), Some(0.0), "{errors:?}");
     let up = prometheus.query("up{job=\"kubeward\"}").await?;
     assert_eq!(up.first().map(|(_, v)| *v), Some(1.0), "{up:?}");
+
+    // Every panel of the chart's dashboard shows data from this operator.
+    let queries = dashboard::queries()?;
+    let empty = Mutex::new(Vec::new());
+    wait_for(
+        Duration::from_secs(60),
+        "every dashboard query to return data",
+        || async {
+            let mut missing = Vec::new();
+            for (title, expr) in &queries {
+                match prometheus.query(&dashboard::substituted(expr)).await {
+                    Ok(series) if !series.is_empty() => {}
+                    Ok(_) => missing.push(format!("{title}: {expr} (no data)")),
+                    Err(e) => missing.push(format!("{title}: {e}")),
+                }
+            }
+            let done = missing.is_empty();
+            *empty.lock() = missing;
+            done.then_some(())
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}:\n{}", empty.lock().join("\n")))?;
 
     drop(prometheus);
     running.stop().await
