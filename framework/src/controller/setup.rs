@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::cache::ObjectKey;
 use crate::informer::handler_fns;
-use crate::manager::{IntoRunnable, Manager, Runnable};
+use crate::manager::{IntoRunnable, Manager, Runnable, runnable_fn};
 use crate::queue::{AddOptions, Priority, WorkQueue};
 
 use super::worker::{Running, Shared};
@@ -13,6 +13,15 @@ use super::{Context, Controller, Watchable};
 impl<K: Watchable> IntoRunnable for Controller<K> {
     fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
         let name = self.name.unwrap_or_else(Controller::<K>::default_name);
+        if !manager.claim_controller_name(&name) {
+            // Names label metrics and Events: two controllers sharing one would be indistinguishable.
+            let message = format!(
+                "another controller of this manager is already named {name:?}; give each a unique name"
+            );
+            return Box::new(runnable_fn(name, false, move |_| async move {
+                Err(message.into())
+            }));
+        }
         let concurrency = self
             .concurrency
             .unwrap_or(manager.config().default_concurrency());
@@ -107,5 +116,52 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             concurrency,
             wired,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use crate::controller::{Action, Context, Controller, Reconciler};
+    use crate::manager::{Config, Error, Manager};
+
+    struct Nothing;
+
+    impl Reconciler<ConfigMap> for Nothing {
+        type Error = std::convert::Infallible;
+
+        async fn reconcile(
+            &self,
+            _: Arc<ConfigMap>,
+            _: &Context<ConfigMap>,
+        ) -> Result<Action, Self::Error> {
+            Ok(Action::await_change())
+        }
+    }
+
+    #[tokio::test]
+    async fn two_controllers_with_one_name_stop_the_manager_with_an_error_naming_it() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        let client = kube::Client::try_from(config).expect("a plain HTTP config builds a client");
+        let manager = Manager::new(client, Config::default());
+        manager.add(Controller::new(Nothing).name("twin"));
+        manager.add(Controller::new(Nothing).name("twin"));
+        let outcome = tokio::time::timeout(Duration::from_secs(10), manager.run())
+            .await
+            .expect("run returns");
+        match outcome {
+            Err(Error::Runnable { name, source }) => {
+                assert_eq!(name, "twin");
+                assert!(
+                    source.to_string().contains("already named \"twin\""),
+                    "{source}"
+                );
+            }
+            other => panic!("expected a duplicate-name error, got {other:?}"),
+        }
     }
 }

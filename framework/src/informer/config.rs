@@ -17,6 +17,7 @@ pub struct Config {
     pub(crate) watch_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) strip_managed_fields: bool,
+    pub(crate) metadata_only: bool,
     pub(crate) resync: Option<Duration>,
     pub(crate) backoff_min: Duration,
     pub(crate) backoff_max: Duration,
@@ -31,6 +32,7 @@ impl Default for Config {
             watch_timeout: Duration::from_secs(290),
             idle_timeout: Duration::from_secs(320),
             strip_managed_fields: true,
+            metadata_only: false,
             resync: None,
             backoff_min: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
@@ -81,6 +83,15 @@ impl Config {
     #[must_use]
     pub fn strip_managed_fields(mut self, strip: bool) -> Self {
         self.strip_managed_fields = strip;
+        self
+    }
+
+    /// Ask the server for metadata only (`PartialObjectMetadata`); for informers of
+    /// [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta), which
+    /// [`Factory::metadata_informer`](super::Factory::metadata_informer) sets up.
+    #[must_use]
+    pub fn metadata_only(mut self, metadata_only: bool) -> Self {
+        self.metadata_only = metadata_only;
         self
     }
 

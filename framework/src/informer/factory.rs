@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::future::{join_all, try_join_all};
+use kube::core::PartialObjectMeta;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -137,6 +138,39 @@ impl Factory {
         )
     }
 
+    /// The informer of the metadata of `K` in all namespaces: lists and watches ask for
+    /// `PartialObjectMetadata`, so only names, labels, annotations, owners and the like are
+    /// transferred and cached.
+    #[must_use]
+    pub fn metadata_informer<K>(&self) -> SharedInformer<PartialObjectMeta<K>>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        let config = self.config.clone().metadata_only(true);
+        self.informer_with(Api::all(self.client.clone()), config)
+    }
+
+    /// The informer of the metadata of `K` in one namespace.
+    #[must_use]
+    pub fn namespaced_metadata_informer<K>(
+        &self,
+        namespace: &str,
+    ) -> SharedInformer<PartialObjectMeta<K>>
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+        K::DynamicType: Default,
+    {
+        let config = self.config.clone().metadata_only(true);
+        self.informer_with(Api::namespaced(self.client.clone(), namespace), config)
+    }
+
     /// The informer over `api` (any type, e.g. `Api::<DynamicObject>::all_with(client, &resource)`)
     /// with the selectors of `config`. If that informer exists already it is returned, and the
     /// rest of `config` is ignored.
@@ -228,5 +262,33 @@ impl Factory {
             .values()
             .map(|entry| entry.erased.clone_box())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::cache::Store;
+
+    fn assert_send_sync_static<T: Send + Sync + 'static>() {}
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Never called: it only has to compile, proving the futures users spawn are `Send`.
+    #[allow(dead_code)]
+    fn futures_are_send(factory: &Factory, informer: &SharedInformer<Pod>) {
+        assert_send(&factory.wait_for_sync());
+        assert_send(&factory.shutdown());
+        assert_send(&informer.wait_for_sync());
+        assert_send(&informer.shutdown());
+    }
+
+    #[test]
+    fn handles_can_be_shared_across_tasks() {
+        assert_send_sync_static::<Factory>();
+        assert_send_sync_static::<SharedInformer<Pod>>();
+        assert_send_sync_static::<Store<Pod>>();
+        let _ = futures_are_send as fn(&Factory, &SharedInformer<Pod>);
     }
 }

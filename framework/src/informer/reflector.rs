@@ -105,10 +105,12 @@ where
             ..ListParams::default()
         };
         loop {
-            let request = self
-                .request
-                .list(&params)
-                .map_err(kube::Error::BuildRequest)?;
+            let request = if config.metadata_only {
+                self.request.list_metadata(&params)
+            } else {
+                self.request.list(&params)
+            };
+            let request = request.map_err(kube::Error::BuildRequest)?;
             Stats::count(&self.informer.stats().list_requests);
             let page =
                 tokio::time::timeout(config.idle_timeout, self.client.request::<RawList>(request));
@@ -143,7 +145,12 @@ where
             bookmarks: true,
             ..WatchParams::default()
         };
-        let request = match self.request.watch(&params, &version) {
+        let request = if config.metadata_only {
+            self.request.watch_metadata(&params, &version)
+        } else {
+            self.request.watch(&params, &version)
+        };
+        let request = match request {
             Ok(request) => request,
             Err(err) => return (WatchEnd::Failed(kube::Error::BuildRequest(err)), version),
         };

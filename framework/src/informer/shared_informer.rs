@@ -147,13 +147,15 @@ where
         resync: Option<Duration>,
     ) -> Registration<K> {
         let listener = Arc::new(Listener::new(Box::new(handler), resync));
+        // Lock order: tasks, then listeners (as in `start`), so a concurrent start cannot
+        // spawn this listener a second time.
+        let mut tasks = self.inner.tasks.lock();
         let mut listeners = self.inner.listeners.lock();
         for obj in self.inner.store.list() {
             listener.push(Change::Added(obj));
         }
         listeners.push(Arc::clone(&listener));
         drop(listeners);
-        let mut tasks = self.inner.tasks.lock();
         if tasks.started {
             let spawned = self.spawn_listener(&listener);
             tasks.handles.extend(spawned);

@@ -114,6 +114,7 @@ pub struct Manager {
     factory: Arc<Factory>,
     probes: Arc<Probes>,
     runnables: Mutex<Vec<Box<dyn Runnable>>>,
+    controller_names: Mutex<std::collections::HashSet<String>>,
     shutdown: CancellationToken,
 }
 
@@ -153,6 +154,7 @@ impl Manager {
             metrics,
             probes: Arc::default(),
             runnables: Mutex::default(),
+            controller_names: Mutex::default(),
             shutdown: CancellationToken::new(),
         }
     }
@@ -219,6 +221,11 @@ impl Manager {
     pub fn add(&self, component: impl IntoRunnable) {
         let runnable = component.into_runnable(self);
         self.runnables.lock().push(runnable);
+    }
+
+    /// Reserves a controller name; false when another controller of this manager has it.
+    pub(crate) fn claim_controller_name(&self, name: &str) -> bool {
+        self.controller_names.lock().insert(name.to_owned())
     }
 
     /// Adds a liveness check to `/healthz`.

@@ -8,11 +8,11 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, FakeApiServer};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller, generated_name,
 };
@@ -112,14 +112,11 @@ async fn wait_ready(generators: &Api<ConfigMapGenerator>) -> anyhow::Result<()> 
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps()
--> anyhow::Result<()> {
-    let cp = ControlPlane::shared().await?;
-    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
-    let ns = cp.create_namespace("operator").await?;
+/// The example operator's whole life cycle, on whichever API server `client` talks to.
+async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
+    let ns = ns.to_owned();
     let manager = Manager::new(
-        cp.client(),
+        client.clone(),
         Config::default()
             .namespace(Some(ns.clone()))
             .max_concurrent_reconciles(4),
@@ -127,8 +124,8 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
     manager.add(controller());
     let (token, run) = start(manager);
 
-    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
-    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(client.clone(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     create_generators(&generators, 200).await?;
     wait_generated(&configmaps, 200).await?;
     wait_ready(&generators).await?;
@@ -185,7 +182,7 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
     )
     .await?;
 
-    let events: Api<Event> = Api::namespaced(cp.client(), &ns);
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
     let reasons: HashSet<String> = events
         .list(&ListParams::default())
         .await?
@@ -200,6 +197,39 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
 
     stop(token, run).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps_on_the_control_plane()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("operator").await?;
+    let started = tokio::time::Instant::now();
+    operator_checks(cp.client(), &ns).await?;
+    eprintln!(
+        "operator checks on the control plane: {:?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
+// ANCHOR: fake
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_operator_passes_the_same_checks_on_the_fake_api_server() -> anyhow::Result<()>
+{
+    let fake = FakeApiServer::new();
+    fake.register_crd::<ConfigMapGenerator>();
+    fake.register::<ConfigMap>();
+    fake.register::<Event>();
+    let started = tokio::time::Instant::now();
+    operator_checks(fake.client(), "operator").await?;
+    eprintln!(
+        "operator checks on the fake API server: {:?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+// ANCHOR_END: fake
 
 /// Records overlapping reconciles of one key, and the last resourceVersion reconciled per key.
 #[derive(Default)]

@@ -1,0 +1,204 @@
+//! Finishing a reconcile must not cost more when many reconciles are in flight.
+//!
+//! Workload: `PARKED` ConfigMaps whose reconciles wait for a signal (slow work in flight), then
+//! `FAST` ConfigMaps created at once whose reconciles return at once; the time from their creation
+//! until every fast reconcile finished is measured. The same run measures it with nothing parked,
+//! and the same two scenarios with kube-runtime's `Controller`. Both controllers run with the same
+//! concurrency (`PARKED` + 64), against the same in-memory fake API server, on the same runtime, so
+//! the difference is the controller machinery. kube-runtime rescans its in-flight set as
+//! reconciles finish, so its time grows with what is parked.
+//!
+//! `cargo bench -p kubeward --all-features --bench controller` prints a markdown table.
+#![allow(missing_docs, clippy::print_stdout, clippy::cast_possible_truncation)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ObjectMeta;
+use kube::runtime::controller::{
+    Action as KrAction, Config as KrConfig, Controller as KrController,
+};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt as _};
+use kubeward::controller::{Action, Context, Controller, Reconciler};
+use kubeward::manager::{Config, Manager};
+use kubeward::testing::FakeApiServer;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const FAST: usize = 100_000;
+const PARKED: usize = 10_000;
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Counts parked and fast reconciles; parked ones wait for `release`.
+#[derive(Default)]
+struct Load {
+    parked: AtomicUsize,
+    fast: AtomicUsize,
+    fast_done: Notify,
+    parked_in: Notify,
+    release: CancellationToken,
+}
+
+impl Load {
+    async fn reconcile(&self, name: &str, parked_target: usize) {
+        if name.starts_with("parked") {
+            if self.parked.fetch_add(1, Ordering::SeqCst) + 1 == parked_target {
+                self.parked_in.notify_one();
+            }
+            self.release.cancelled().await;
+        } else if self.fast.fetch_add(1, Ordering::SeqCst) + 1 == FAST {
+            self.fast_done.notify_one();
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Ours(Arc<Load>, usize);
+
+impl Reconciler<ConfigMap> for Ours {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
+        self.0.reconcile(&cm.name_any(), self.1).await;
+        Ok(Action::await_change())
+    }
+}
+
+fn config_map(name: String) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("k".to_owned(), "v".to_owned())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn seed(fake: &FakeApiServer, prefix: &str, n: usize) {
+    for i in 0..n {
+        fake.seed(&config_map(format!("{prefix}-{i}")))
+            .expect("the fake stores ConfigMaps");
+    }
+}
+
+/// Parks `parked` reconciles, then times `FAST` fresh ones; `start` runs the controller.
+async fn measure(parked: usize, start: impl FnOnce(FakeApiServer, Arc<Load>)) -> Option<Duration> {
+    let fake = FakeApiServer::new().with_history_limit(FAST * 2);
+    fake.register::<ConfigMap>();
+    seed(&fake, "parked", parked);
+    let load = Arc::new(Load::default());
+    let parked_in = load.parked_in.notified();
+    start(fake.clone(), Arc::clone(&load));
+    if parked > 0 {
+        tokio::time::timeout(TIMEOUT, parked_in).await.ok()?;
+    }
+    let done = load.fast_done.notified();
+    let started = tokio::time::Instant::now();
+    seed(&fake, "fast", FAST);
+    let finished = tokio::time::timeout(TIMEOUT, done)
+        .await
+        .ok()
+        .map(|()| started.elapsed());
+    load.release.cancel();
+    finished
+}
+
+async fn kubeward(parked: usize) -> Option<Duration> {
+    let stop = CancellationToken::new();
+    let stopper = stop.clone();
+    let elapsed = measure(parked, move |fake, load| {
+        let manager = Manager::new(fake.client(), Config::default());
+        let concurrency = u16::try_from(PARKED + 64).unwrap_or(u16::MAX);
+        manager.add(Controller::new(Ours(load, parked)).concurrency(concurrency));
+        let token = manager.shutdown_token();
+        tokio::spawn(async move {
+            stopper.cancelled().await;
+            token.cancel();
+        });
+        tokio::spawn(manager.run());
+    })
+    .await;
+    stop.cancel();
+    elapsed
+}
+
+async fn kube_runtime(parked: usize) -> Option<Duration> {
+    let task = Arc::new(parking_lot::Mutex::new(None));
+    let slot = Arc::clone(&task);
+    let elapsed = measure(parked, move |fake, load| {
+        let api: Api<ConfigMap> = Api::all(fake.client());
+        let config =
+            KrConfig::default().concurrency(u16::try_from(PARKED + 64).unwrap_or(u16::MAX));
+        let run = KrController::new(api, watcher::Config::default())
+            .with_config(config)
+            .run(
+                move |cm: Arc<ConfigMap>, load: Arc<Load>| async move {
+                    load.reconcile(&cm.name_any(), parked).await;
+                    Ok::<_, std::convert::Infallible>(KrAction::await_change())
+                },
+                |_, _, _| KrAction::await_change(),
+                load,
+            );
+        *slot.lock() = Some(tokio::spawn(run.for_each(|_| async {})));
+    })
+    .await;
+    if let Some(task) = task.lock().take() {
+        task.abort();
+    }
+    elapsed
+}
+
+fn show(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || format!("> {} s", TIMEOUT.as_secs()),
+        |d| format!("{:.2} s", d.as_secs_f64()),
+    )
+}
+
+fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64()),
+        _ => "–".into(),
+    }
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let ours_free = kubeward(0).await;
+        let ours_parked = kubeward(PARKED).await;
+        let theirs_free = kube_runtime(0).await;
+        let theirs_parked = kube_runtime(PARKED).await;
+        println!("## Controller: {FAST} fast reconciles with {PARKED} parked in flight");
+        println!();
+        println!("Time from creating {FAST} ConfigMaps until all were reconciled, on an in-memory fake API server.");
+        println!();
+        println!("| controller | nothing parked | {PARKED} parked | parked / nothing parked |");
+        println!("| --- | ---: | ---: | ---: |");
+        println!("| kubeward | {} | {} | {} |", show(ours_free), show(ours_parked), ratio(ours_parked, ours_free));
+        println!(
+            "| kube-runtime | {} | {} | {} |",
+            show(theirs_free),
+            show(theirs_parked),
+            ratio(theirs_parked, theirs_free)
+        );
+        println!(
+            "| kubeward vs kube-runtime | {} | {} | |",
+            ratio(theirs_free, ours_free),
+            ratio(theirs_parked, ours_parked)
+        );
+    });
+}
