@@ -232,11 +232,15 @@ impl Factory {
 
     /// Every informer made so far: its resource (URL path, then its selectors, if any), its
     /// reflector's [`Stats`] and how many objects its store holds. The metrics read this.
+    /// Informers of one resource but different types (typed, metadata-only) come in an order
+    /// that stays the same for the life of the process.
     #[must_use]
     pub fn observe(&self) -> Vec<(String, Arc<Stats>, usize)> {
-        self.informers
-            .lock()
-            .iter()
+        let informers = self.informers.lock();
+        let mut keys: Vec<&InformerKey> = informers.keys().collect();
+        keys.sort_by_key(|key| (&key.url, &key.labels, &key.fields, key.type_id));
+        keys.into_iter()
+            .filter_map(|key| Some((key, informers.get(key)?)))
             .map(|(key, entry)| {
                 let selectors: Vec<String> = [
                     ("labelSelector", &key.labels),

@@ -101,7 +101,8 @@ impl Collector for InformerCollector {
         families.objects.reset();
         families.decode_failures.reset();
         families.last_sync.reset();
-        // Informers of different types on one URL (typed and dynamic) get distinct labels.
+        // Informers of different types on one resource (typed, metadata-only, dynamic) get
+        // distinct labels: ` #2`, ` #3` in the factory's stable order.
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (resource, stats, objects) in self.factory.observe() {
             let n = seen.entry(resource.clone()).or_default();

@@ -135,6 +135,7 @@ pub fn register_informers(
 ///
 /// # Errors
 /// A family of the same name is already registered in `registry`.
+#[doc(alias = "NewProcessCollector")]
 pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
     #[cfg(target_os = "linux")]
     registry.register(Box::new(
@@ -252,6 +253,40 @@ mod tests {
             .parse()
             .unwrap();
         assert!(synced > 1.7e9, "not a recent Unix time: {synced}");
+    }
+
+    #[tokio::test]
+    async fn two_informers_of_one_resource_get_distinct_series() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let factory = Factory::new(kube::Client::try_from(config).unwrap());
+        let _typed = factory.namespaced_informer::<ConfigMap>("demo");
+        let _metadata = factory.namespaced_metadata_informer::<ConfigMap>("demo");
+        let _selected = factory.informer_with(
+            kube::Api::<ConfigMap>::namespaced(factory.client().clone(), "demo"),
+            crate::informer::Config::default().labels("app=demo"),
+        );
+        let registry = Registry::new();
+        register_informers(&registry, Arc::new(factory)).unwrap();
+        let families = registry.gather();
+        let objects = families
+            .iter()
+            .find(|f| f.name() == "kubeward_informer_store_objects")
+            .unwrap();
+        let mut resources: Vec<&str> = objects
+            .get_metric()
+            .iter()
+            .map(|m| m.get_label()[0].value())
+            .collect();
+        resources.sort_unstable();
+        assert_eq!(
+            resources,
+            [
+                "/api/v1/namespaces/demo/configmaps",
+                "/api/v1/namespaces/demo/configmaps #2",
+                "/api/v1/namespaces/demo/configmaps?labelSelector=app=demo",
+            ]
+        );
     }
 
     #[test]
