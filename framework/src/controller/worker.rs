@@ -20,6 +20,9 @@ use crate::manager::{BoxError, Runnable};
 use crate::metrics::{ControllerMetrics, Outcome};
 use crate::queue::WorkQueue;
 
+/// How often the unfinished-work gauges of a running controller's queue are updated.
+const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
+
 /// A controller wired to its informers and queue, ready to run.
 pub(crate) struct Running<K> {
     pub(crate) name: String,
@@ -66,7 +69,12 @@ impl<K: Watchable> Runnable for Running<K> {
             for _ in 0..concurrency {
                 workers.spawn(work(queue.clone(), Arc::clone(&shared), shutdown.clone()));
             }
-            shutdown.cancelled().await;
+            // Keeps workqueue_unfinished_work_seconds and ..._longest_running_processor_seconds
+            // current while a reconcile runs, as client-go's queue does.
+            let mut ticks = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+            while shutdown.run_until_cancelled(ticks.tick()).await.is_some() {
+                queue.update_unfinished_work();
+            }
             queue.shutdown();
             while workers.join_next().await.is_some() {}
             drop(wired);

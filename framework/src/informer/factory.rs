@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::future::{join_all, try_join_all};
 use kube::core::PartialObjectMeta;
@@ -12,7 +13,7 @@ use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use super::{Config, Result, SharedInformer};
+use super::{Config, Result, SharedInformer, Stats};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -45,6 +46,7 @@ trait ErasedInformer: Send + Sync {
     fn wait_for_sync(&self) -> BoxFuture<'_, Result<()>>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     fn clone_box(&self) -> Box<dyn ErasedInformer>;
+    fn observe(&self) -> (Arc<Stats>, usize);
 }
 
 impl<K> ErasedInformer for SharedInformer<K>
@@ -65,6 +67,10 @@ where
 
     fn clone_box(&self) -> Box<dyn ErasedInformer> {
         Box::new(self.clone())
+    }
+
+    fn observe(&self) -> (Arc<Stats>, usize) {
+        (SharedInformer::stats(self), self.store().len())
     }
 }
 
@@ -222,6 +228,36 @@ impl Factory {
     pub async fn shutdown(&self) {
         let erased = self.erased();
         join_all(erased.iter().map(|informer| informer.shutdown())).await;
+    }
+
+    /// Every informer made so far: its resource (URL path, then its selectors, if any), its
+    /// reflector's [`Stats`] and how many objects its store holds. The metrics read this.
+    /// Informers of one resource but different types (typed, metadata-only) come in an order
+    /// that stays the same for the life of the process.
+    #[must_use]
+    pub fn observe(&self) -> Vec<(String, Arc<Stats>, usize)> {
+        let informers = self.informers.lock();
+        let mut keys: Vec<&InformerKey> = informers.keys().collect();
+        keys.sort_by_key(|key| (&key.url, &key.labels, &key.fields, key.type_id));
+        keys.into_iter()
+            .filter_map(|key| Some((key, informers.get(key)?)))
+            .map(|(key, entry)| {
+                let selectors: Vec<String> = [
+                    ("labelSelector", &key.labels),
+                    ("fieldSelector", &key.fields),
+                ]
+                .into_iter()
+                .filter_map(|(name, value)| Some(format!("{name}={}", value.as_ref()?)))
+                .collect();
+                let resource = if selectors.is_empty() {
+                    key.url.clone()
+                } else {
+                    format!("{}?{}", key.url, selectors.join("&"))
+                };
+                let (stats, objects) = entry.erased.observe();
+                (resource, stats, objects)
+            })
+            .collect()
     }
 
     fn erased(&self) -> Vec<Box<dyn ErasedInformer>> {

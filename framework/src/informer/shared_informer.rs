@@ -313,6 +313,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         drop(listeners);
         self.set_resource_version(resource_version);
         self.synced.send_replace(true);
+        self.stats.synced_now();
     }
 
     pub(crate) fn set_resource_version(&self, resource_version: Option<String>) {

@@ -9,6 +9,8 @@ pub struct Stats {
     pub(crate) watch_requests: AtomicU64,
     pub(crate) relists: AtomicU64,
     pub(crate) decode_failures: AtomicU64,
+    /// Unix time in milliseconds of the last complete list; 0 before the first.
+    pub(crate) last_sync_millis: AtomicU64,
 }
 
 impl Stats {
@@ -34,6 +36,23 @@ impl Stats {
     #[must_use]
     pub fn decode_failures(&self) -> u64 {
         self.decode_failures.load(Ordering::Relaxed)
+    }
+
+    /// Unix time in seconds of the last complete list applied to the store, if any.
+    #[must_use]
+    pub fn last_sync_time(&self) -> Option<f64> {
+        let millis = self.last_sync_millis.load(Ordering::Relaxed);
+        (millis > 0).then(|| millis as f64 / 1000.0)
+    }
+
+    /// Records that a complete list was applied to the store now.
+    pub(crate) fn synced_now(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
+        self.last_sync_millis.store(now, Ordering::Relaxed);
     }
 
     pub(crate) fn count(counter: &AtomicU64) {

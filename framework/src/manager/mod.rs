@@ -129,9 +129,14 @@ impl std::fmt::Debug for Manager {
     }
 }
 
-/// The framework's families, in a registry that holds nothing else yet.
-fn register_metrics(registry: &Registry) -> Metrics {
-    Metrics::new(registry).expect("a new registry holds no family yet, so none can clash")
+/// The framework's families (controllers, queues, informers, process), in a registry that holds
+/// nothing else yet.
+fn register_metrics(registry: &Registry, factory: &Arc<Factory>) -> Metrics {
+    let clash = "a new registry holds no family yet, so none can clash";
+    let metrics = Metrics::new(registry).expect(clash);
+    crate::metrics::register_informers(registry, Arc::clone(factory)).expect(clash);
+    crate::metrics::register_process(registry).expect(clash);
+    metrics
 }
 
 impl Manager {
@@ -139,9 +144,10 @@ impl Manager {
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
         let registry = Registry::new();
-        let metrics = register_metrics(&registry);
+        let factory = Arc::new(Factory::new(client.clone()));
+        let metrics = register_metrics(&registry, &factory);
         Self {
-            factory: Arc::new(Factory::new(client.clone())),
+            factory,
             client,
             config,
             registry,

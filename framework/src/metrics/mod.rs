@@ -1,17 +1,26 @@
 //! Exposes controller-runtime's metric families, so existing dashboards and alerts work unchanged.
 //!
-//! Every family has controller-runtime's name, type, labels and buckets; [`REFERENCE`] lists them
-//! for the book, and a test keeps it in step with what is registered.
+//! Every family has controller-runtime's name, type, labels and buckets. Next to them come the
+//! informers' own `kubeward_informer_*` families and the `process_*` families. [`REFERENCE`]
+//! lists them all for the book, and tests keep it in step with what is registered.
 
 mod controller;
+mod informer;
+mod reference;
 mod workqueue;
+
+use std::sync::Arc;
 
 use prometheus::{
     CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
 pub use controller::{ControllerMetrics, Outcome};
+pub use informer::InformerCollector;
+pub use reference::REFERENCE;
 pub use workqueue::WorkqueueMetrics;
+
+use crate::informer::Factory;
 
 /// Buckets of `controller_runtime_reconcile_time_seconds`, as controller-runtime defines them.
 pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
@@ -24,100 +33,6 @@ pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
 /// (client-go's `ExponentialBuckets(10e-9, 10, 12)`).
 pub const WORKQUEUE_DURATION_BUCKETS: [f64; 12] = [
     1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0,
-];
-
-/// Every family: name, type, labels, meaning.
-pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
-    (
-        "controller_runtime_reconcile_total",
-        "counter",
-        "controller, result",
-        "Reconciles per controller and result (success, error, requeue, requeue_after).",
-    ),
-    (
-        "controller_runtime_reconcile_errors_total",
-        "counter",
-        "controller",
-        "Reconciles that returned an error.",
-    ),
-    (
-        "controller_runtime_terminal_reconcile_errors_total",
-        "counter",
-        "controller",
-        "Reconciles that returned an error the reconciler marked terminal (not retried).",
-    ),
-    (
-        "controller_runtime_reconcile_panics_total",
-        "counter",
-        "controller",
-        "Reconciles that panicked.",
-    ),
-    (
-        "controller_runtime_reconcile_time_seconds",
-        "histogram",
-        "controller",
-        "Time a reconcile took.",
-    ),
-    (
-        "controller_runtime_max_concurrent_reconciles",
-        "gauge",
-        "controller",
-        "Configured maximum of reconciles at once.",
-    ),
-    (
-        "controller_runtime_active_workers",
-        "gauge",
-        "controller",
-        "Reconciles running now.",
-    ),
-    (
-        "workqueue_depth",
-        "gauge",
-        "name, controller",
-        "Keys waiting in the work queue.",
-    ),
-    (
-        "workqueue_adds_total",
-        "counter",
-        "name, controller",
-        "Keys queued.",
-    ),
-    (
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        "name, controller",
-        "Time a key waited in the queue before a worker took it.",
-    ),
-    (
-        "workqueue_work_duration_seconds",
-        "histogram",
-        "name, controller",
-        "Time a worker spent on a key.",
-    ),
-    (
-        "workqueue_unfinished_work_seconds",
-        "gauge",
-        "name, controller",
-        "Time spent so far on keys still being processed.",
-    ),
-    (
-        "workqueue_longest_running_processor_seconds",
-        "gauge",
-        "name, controller",
-        "How long the longest-running worker has been on its key.",
-    ),
-    (
-        "workqueue_retries_total",
-        "counter",
-        "name, controller",
-        "Rate-limited requeues.",
-    ),
-    (
-        "leader_election_master_status",
-        "gauge",
-        "name",
-        "1 while this replica leads the named election, 0 otherwise.",
-    ),
 ];
 
 /// The families, registered in one registry; cheap to clone.
@@ -203,6 +118,34 @@ impl Metrics {
     }
 }
 
+/// Registers the `kubeward_informer_*` families of every informer `factory` holds, read at
+/// scrape time.
+///
+/// # Errors
+/// A family of the same name is already registered in `registry`.
+pub fn register_informers(
+    registry: &Registry,
+    factory: Arc<Factory>,
+) -> Result<(), prometheus::Error> {
+    registry.register(Box::new(InformerCollector::new(factory)))
+}
+
+/// Registers the `process_*` families (CPU, memory, file descriptors, start time) of this
+/// process; on systems other than Linux there are none, and this does nothing.
+///
+/// # Errors
+/// A family of the same name is already registered in `registry`.
+#[doc(alias = "NewProcessCollector")]
+pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
+    #[cfg(target_os = "linux")]
+    registry.register(Box::new(
+        prometheus::process_collector::ProcessCollector::for_self(),
+    ))?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = registry;
+    Ok(())
+}
+
 fn opts(index: usize) -> Opts {
     let (name, _, _, help) = REFERENCE[index];
     Opts::new(name, help)
@@ -216,11 +159,26 @@ fn histogram(index: usize, buckets: &[f64]) -> HistogramOpts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus::Encoder as _;
 
-    #[test]
-    fn the_reference_lists_exactly_the_registered_families() {
+    /// A factory holding one ConfigMap informer that has listed once; no cluster is needed.
+    fn factory_with_one_informer() -> Arc<Factory> {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let factory = Factory::new(kube::Client::try_from(config).unwrap());
+        let informer = factory
+            .informer::<k8s_openapi::api::core::v1::ConfigMap>()
+            .stats();
+        crate::informer::Stats::count(&informer.list_requests);
+        informer.synced_now();
+        Arc::new(factory)
+    }
+
+    #[tokio::test]
+    async fn the_reference_lists_exactly_the_registered_families() {
         let registry = Registry::new();
         let metrics = Metrics::new(&registry).unwrap();
+        register_informers(&registry, factory_with_one_informer()).unwrap();
+        register_process(&registry).unwrap();
         let _ = metrics.controller("demo", 2);
         let _ = metrics.workqueue("demo");
         metrics.set_leader("demo", true);
@@ -237,23 +195,98 @@ mod tests {
             .with_label_values(&["demo"])
             .observe(0.1);
         metrics.retries.with_label_values(&["demo", "demo"]).inc();
-        let mut gathered: Vec<(String, String)> = registry
+        let mut gathered: Vec<(String, String, String)> = registry
             .gather()
             .iter()
             .map(|f| {
+                let mut labels: Vec<String> = f.get_metric()[0]
+                    .get_label()
+                    .iter()
+                    .map(|l| l.name().to_owned())
+                    .collect();
+                if labels.is_empty() {
+                    labels.push("none".to_owned());
+                }
                 (
                     f.name().to_owned(),
                     format!("{:?}", f.get_field_type()).to_lowercase(),
+                    labels.join(", "),
                 )
             })
             .collect();
         gathered.sort();
-        let mut documented: Vec<(String, String)> = REFERENCE
+        let mut documented: Vec<(String, String, String)> = REFERENCE
             .iter()
-            .map(|(n, t, _, _)| ((*n).to_owned(), (*t).to_owned()))
+            .map(|(n, t, l, _)| {
+                // The exposition sorts label names.
+                let mut labels: Vec<&str> = l.split(", ").collect();
+                labels.sort_unstable();
+                ((*n).to_owned(), (*t).to_owned(), labels.join(", "))
+            })
             .collect();
         documented.sort();
         assert_eq!(gathered, documented);
+    }
+
+    #[tokio::test]
+    async fn informer_families_report_the_stats_and_store_of_each_informer() {
+        let registry = Registry::new();
+        register_informers(&registry, factory_with_one_informer()).unwrap();
+        let mut text = Vec::new();
+        prometheus::TextEncoder::new()
+            .encode(&registry.gather(), &mut text)
+            .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        for line in [
+            r#"kubeward_informer_list_requests_total{resource="/api/v1/configmaps"} 1"#,
+            r#"kubeward_informer_watch_requests_total{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_relists_total{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_decode_failures_total{resource="/api/v1/configmaps"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
+        }
+        let synced: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"kubeward_informer_last_sync_timestamp_seconds{resource="/api/v1/configmaps"} "#))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(synced > 1.7e9, "not a recent Unix time: {synced}");
+    }
+
+    #[tokio::test]
+    async fn two_informers_of_one_resource_get_distinct_series() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let factory = Factory::new(kube::Client::try_from(config).unwrap());
+        let _typed = factory.namespaced_informer::<ConfigMap>("demo");
+        let _metadata = factory.namespaced_metadata_informer::<ConfigMap>("demo");
+        let _selected = factory.informer_with(
+            kube::Api::<ConfigMap>::namespaced(factory.client().clone(), "demo"),
+            crate::informer::Config::default().labels("app=demo"),
+        );
+        let registry = Registry::new();
+        register_informers(&registry, Arc::new(factory)).unwrap();
+        let families = registry.gather();
+        let objects = families
+            .iter()
+            .find(|f| f.name() == "kubeward_informer_store_objects")
+            .unwrap();
+        let mut resources: Vec<&str> = objects
+            .get_metric()
+            .iter()
+            .map(|m| m.get_label()[0].value())
+            .collect();
+        resources.sort_unstable();
+        assert_eq!(
+            resources,
+            [
+                "/api/v1/namespaces/demo/configmaps",
+                "/api/v1/namespaces/demo/configmaps #2",
+                "/api/v1/namespaces/demo/configmaps?labelSelector=app=demo",
+            ]
+        );
     }
 
     #[test]

@@ -8,4 +8,5 @@ mod fake;
 mod informer;
 mod leader;
 mod manager;
+mod metrics;
 mod reliability;

@@ -1,0 +1,133 @@
+//! A real Prometheus server on loopback, scraping one target every second; killed on drop.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use kubeward_tests::wait_for;
+
+use super::scrape::get;
+
+/// A running `prometheus` with its own config and storage in a temp dir.
+pub(super) struct Prometheus {
+    addr: SocketAddr,
+    _child: tokio::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    /// Starts Prometheus scraping `target`'s `/metrics` every second, as job `kubeward`, and waits
+    /// until it is ready.
+    pub(super) async fn start(target: SocketAddr) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: kubeward\n    static_configs:\n      \
+                 - targets: ['{target}']\n"
+            ),
+        )?;
+        let addr = free_port()?;
+        let log = std::fs::File::create(dir.path().join("prometheus.log"))?;
+        let child = tokio::process::Command::new(tool("prometheus")?)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()?;
+        let prometheus = Self {
+            addr,
+            _child: child,
+            dir,
+        };
+        wait_for(
+            Duration::from_secs(60),
+            "Prometheus to be ready",
+            || async { matches!(get(addr, "/-/ready").await, Ok((200, _))).then_some(()) },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}; log:\n{}", prometheus.log()))?;
+        Ok(prometheus)
+    }
+
+    /// What Prometheus logged so far.
+    pub(super) fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// The instant vector `promql` evaluates to now, through `/api/v1/query`: each series'
+    /// labels and value.
+    pub(super) async fn query(
+        &self,
+        promql: &str,
+    ) -> anyhow::Result<Vec<(serde_json::Value, f64)>> {
+        let (status, body) = get(
+            self.addr,
+            &format!("/api/v1/query?query={}", encode(promql)),
+        )
+        .await?;
+        anyhow::ensure!(status == 200, "query {promql} answered {status}: {body}");
+        let answer: serde_json::Value = serde_json::from_str(&body)?;
+        anyhow::ensure!(answer["status"] == "success", "query {promql}: {body}");
+        answer["data"]["result"]
+            .as_array()
+            .ok_or_else(|| anyhow::anyhow!("no result vector in {body}"))?
+            .iter()
+            .map(|series| {
+                let value = series["value"][1]
+                    .as_str()
+                    .ok_or_else(|| anyhow::anyhow!("no value in {series}"))?
+                    .parse()?;
+                Ok((series["metric"].clone(), value))
+            })
+            .collect()
+    }
+}
+
+/// A loopback address with a port that was free a moment ago.
+pub(super) fn free_port() -> anyhow::Result<SocketAddr> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+/// Percent-encodes everything but unreserved characters, for a query string.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Finds `program` where the control plane's binaries are: `$KUBEWARD_BIN`, `$KUBEWARD_CACHE/bin`
+/// or `~/.cache/kubeward/bin` (Debian's `prometheus` package, copied there by `scripts/setup`),
+/// then `$PATH`.
+pub(super) fn tool(program: &str) -> anyhow::Result<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("KUBEWARD_BIN").filter(|v| !v.is_empty()) {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Some(cache) = std::env::var_os("KUBEWARD_CACHE").filter(|v| !v.is_empty()) {
+        dirs.push(Path::new(&cache).join("bin"));
+    } else if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&home).join(".cache/kubeward/bin"));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.iter()
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| anyhow::anyhow!("{program} not found (Debian package `prometheus`)"))
+}
