@@ -20,7 +20,8 @@ pub struct Action {
 }
 
 impl Action {
-    /// Reconcile the object again after `delay`, even if nothing changes.
+    /// Reconcile the object again after `delay`, even if nothing changes. A zero delay asks for
+    /// another pass now, spaced out by the rate limiter (controller-runtime's `Requeue: true`).
     pub const fn requeue(delay: Duration) -> Self {
         Self {
             requeue_after: Some(delay),

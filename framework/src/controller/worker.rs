@@ -135,16 +135,22 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         .await;
     let _entered = span.enter();
     let counted = match outcome {
-        Ok(Ok(action)) => {
-            queue.forget(key);
-            match action.requeue_after() {
-                Some(delay) => {
-                    queue.add_after(key.clone(), delay);
-                    Outcome::RequeueAfter
-                }
-                None => Outcome::Success,
+        Ok(Ok(action)) => match action.requeue_after() {
+            // "Again now" is rate limited, as controller-runtime's `Requeue: true`.
+            Some(Duration::ZERO) => {
+                queue.add_rate_limited(key.clone());
+                Outcome::Requeue
             }
-        }
+            Some(delay) => {
+                queue.forget(key);
+                queue.add_after(key.clone(), delay);
+                Outcome::RequeueAfter
+            }
+            None => {
+                queue.forget(key);
+                Outcome::Success
+            }
+        },
         Ok(Err(failure)) => {
             tracing::warn!(error = %failure.error, "reconcile failed");
             match failure.action {
