@@ -1,9 +1,10 @@
 //! The README's demo: the example operator against a local control plane it starts.
 //!
 //! Run with `bash scripts/demo`. It starts etcd and kube-apiserver on loopback, installs the
-//! `ConfigMapGenerator` CRD, runs the operator (the same controller as `configmap_generator`)
-//! with its metrics on a free port, creates a sample generator, and shows the ConfigMap it
-//! produced, its status and a few lines of `/metrics`. Ctrl-C stops it (`--once` exits at once).
+//! chart (the `ConfigMapGenerator` CRD, the ServiceAccount and its RBAC) with helm, runs the
+//! operator (the same controller as `configmap_generator`) as that ServiceAccount with leader
+//! election and its metrics on a free port, creates a sample generator, and shows the ConfigMap
+//! it produced, its status and a few lines of `/metrics`. Ctrl-C stops it (`--once` exits at once).
 
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener};
@@ -15,9 +16,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::PostParams;
 use kube::runtime::wait::{await_condition, conditions};
-use kube::{Api, CustomResourceExt as _, ResourceExt as _};
-use kubeward::manager::{BindAddress, Config, Manager};
-use kubeward::testing::ControlPlane;
+use kube::{Api, ResourceExt as _};
+use kubeward::leader;
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward::testing::{Binaries, ControlPlane};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name,
 };
@@ -49,25 +51,55 @@ async fn main() -> anyhow::Result<()> {
         cp.kubeconfig().display()
     ))?;
 
+    install_chart(&cp)?;
     let crds: Api<CustomResourceDefinition> = Api::all(cp.client());
-    crds.create(&PostParams::default(), &ConfigMapGenerator::crd())
-        .await?;
     let established = await_condition(
         crds,
         "configmapgenerators.demo.kubeward.dev",
         conditions::is_crd_established(),
     );
     tokio::time::timeout(Duration::from_secs(30), established).await??;
+    say(&format!(
+        "installed the chart into {RELEASE_NAMESPACE}: CRD, ServiceAccount {SERVICE_ACCOUNT}, RBAC"
+    ))?;
 
     // ANCHOR: manager
     let metrics_addr = free_addr()?;
-    let config = Config::default().metrics_bind_address(BindAddress::On(metrics_addr));
-    let manager = Manager::new(cp.client(), config);
+    let election = LeaderElection::new(
+        LEASE,
+        Some(RELEASE_NAMESPACE.to_owned()),
+        leader::Config::default(),
+    );
+    let config = Config::default()
+        .metrics_bind_address(BindAddress::On(metrics_addr))
+        .leader_election(Some(election));
+    // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
+    let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
+    let manager = Manager::new(client, config);
     manager.add(controller());
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager
 
+    show_the_operator_at_work(&cp, metrics_addr).await?;
+
+    if !args.once {
+        say(&format!(
+            "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
+        ))?;
+        tokio::signal::ctrl_c().await?;
+    }
+    shutdown.cancel();
+    operator.await??;
+    say("stopped cleanly")?;
+    Ok(())
+}
+
+/// Creates a sample generator and shows what the operator made of it.
+async fn show_the_operator_at_work(
+    cp: &ControlPlane,
+    metrics_addr: SocketAddr,
+) -> anyhow::Result<()> {
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), "default");
     let sample = ConfigMapGenerator::new(
         "hello",
@@ -124,21 +156,47 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let metrics = tokio::time::timeout(Duration::from_secs(30), counted).await??;
-    for line in metrics.lines().filter(|l| {
-        l.starts_with("controller_runtime_reconcile_total") || l.starts_with("workqueue_depth")
-    }) {
+    let shown = [
+        "controller_runtime_reconcile_total",
+        "workqueue_depth",
+        "leader_election_master_status",
+    ];
+    for line in metrics
+        .lines()
+        .filter(|l| shown.iter().any(|m| l.starts_with(m)))
+    {
         say(&format!("metrics: {line}"))?;
     }
+    Ok(())
+}
 
-    if !args.once {
-        say(&format!(
-            "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
-        ))?;
-        tokio::signal::ctrl_c().await?;
-    }
-    shutdown.cancel();
-    operator.await??;
-    say("stopped cleanly")?;
+const RELEASE_NAMESPACE: &str = "operator-system";
+const SERVICE_ACCOUNT: &str = "configmap-generator";
+const LEASE: &str = "configmap-generator-leader";
+
+/// `helm install` of the example operator's chart, with the control plane's kubeconfig.
+fn install_chart(cp: &ControlPlane) -> anyhow::Result<()> {
+    let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/configmap-generator");
+    let output = std::process::Command::new(Binaries::tool("helm")?)
+        .args([
+            "install",
+            "demo",
+            chart,
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--create-namespace",
+        ])
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig())
+        .args(["--set", &format!("serviceAccount.name={SERVICE_ACCOUNT}")])
+        .args(["--set", &format!("leaderElection.id={LEASE}")])
+        .output()
+        .context("running helm")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "helm install failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     Ok(())
 }
 

@@ -32,6 +32,15 @@ impl Binaries {
             openssl: find("openssl", "apt-get install openssl")?,
         })
     }
+
+    /// Finds another program `scripts/setup` installs (`helm`, `kubectl`, `promtool`, ...), in the
+    /// same places.
+    ///
+    /// # Errors
+    /// [`Error::MissingBinary`] naming it and the command that installs it.
+    pub fn tool(program: &'static str) -> Result<PathBuf> {
+        find(program, INSTALL)
+    }
 }
 
 fn search_dirs() -> Vec<PathBuf> {
