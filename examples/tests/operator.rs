@@ -395,3 +395,89 @@ async fn get_body(addr: SocketAddr, path: &str) -> Option<String> {
     stream.read_to_string(&mut response).await.ok()?;
     Some(response)
 }
+
+#[test]
+fn bad_flags_are_refused_with_a_clear_message_and_exit_code_2() -> anyhow::Result<()> {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--metrics-bind-address", "eighty"], "is not an address"),
+        (
+            &["--leader-elect", "--leader-election-renew-deadline", "20s"],
+            "must be greater than renew deadline",
+        ),
+        (&["--log-format", "xml"], "invalid value 'xml'"),
+    ];
+    for (args, message) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+            .args(args)
+            .output()?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?} must exit with code 2; stderr: {stderr}"
+        );
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in {stderr}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
+-> anyhow::Result<()> {
+    // A kubeconfig whose server is a port nothing listens on.
+    let dead = free_addr();
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: http://{dead}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\ncurrent-context: gone\n"
+        ),
+    )?;
+    let log = dir.path().join("operator.log");
+    let probes = free_addr();
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args([
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            &probes.to_string(),
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let mut operator = Operator(child);
+
+    wait_for(
+        Duration::from_secs(30),
+        "the operator to log why it cannot list",
+        || async {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("list failed; retrying")
+                .then_some(())
+        },
+    )
+    .await?;
+    assert_eq!(
+        status_of(probes, "/readyz").await,
+        Some(503),
+        "unready while nothing is cached"
+    );
+    assert_eq!(
+        status_of(probes, "/healthz").await,
+        Some(200),
+        "alive: it keeps retrying"
+    );
+    assert!(
+        operator.0.try_wait()?.is_none(),
+        "it keeps running rather than exiting"
+    );
+    let exited = terminate(&mut operator).await?;
+    assert!(exited.success(), "SIGTERM still stops it cleanly: {exited}");
+    Ok(())
+}

@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
         std::io::stdout().write_all(yaml.as_bytes())?;
         return Ok(());
     }
+    args.flags.exit_if_invalid();
     let manager = Manager::from_flags(&args.flags).await?;
     manager.add(controller());
     manager.run().await?;

@@ -125,6 +125,16 @@ impl Flags {
     }
 }
 
+impl Flags {
+    /// Checks what clap cannot (leader-election timings, the log filter); on a mistake prints it
+    /// the way clap prints a bad flag and exits with code 2.
+    pub fn exit_if_invalid(&self) {
+        if let Err(e) = self.config() {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")).exit();
+        }
+    }
+}
+
 /// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`.
 ///
 /// # Errors

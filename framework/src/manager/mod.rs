@@ -167,7 +167,9 @@ impl Manager {
     /// See [`Self::from_flags`].
     pub async fn from_args() -> Result<Self> {
         use clap::Parser as _;
-        Self::from_flags(&Flags::parse()).await
+        let flags = Flags::parse();
+        flags.exit_if_invalid();
+        Self::from_flags(&flags).await
     }
 
     /// As [`Self::from_args`], with flags you parsed yourself (e.g. flattened into your own parser).
