@@ -11,6 +11,11 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod queue;
+pub mod rbac;
 
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// Derives `Kind::controller(reconciler)` and `Kind::rbac_rules()` for a custom resource; see the
+/// [`rbac`] module and the book's tutorial.
+pub use kubeward_macros::Controller;

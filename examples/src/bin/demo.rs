@@ -19,7 +19,7 @@ use kube::{Api, CustomResourceExt as _, ResourceExt as _};
 use kubeward::manager::{BindAddress, Config, Manager};
 use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -63,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
     let metrics_addr = free_addr()?;
     let config = Config::default().metrics_bind_address(BindAddress::On(metrics_addr));
     let manager = Manager::new(cp.client(), config);
-    manager.add(controller());
+    manager.add(ConfigMapGenerator::controller(Generator));
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager

@@ -14,7 +14,7 @@ use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro, generated_name,
 };
 use kubeward_tests::{ensure_crd, wait_for};
 use parking_lot::Mutex;
@@ -124,7 +124,7 @@ async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_config
             .namespace(Some(ns.clone()))
             .max_concurrent_reconciles(4),
     );
-    manager.add(controller());
+    manager.add(controller_without_macro());
     let (token, run) = start(manager);
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
