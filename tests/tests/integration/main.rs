@@ -3,6 +3,7 @@
 mod book;
 mod chart;
 mod control_plane;
+mod derive;
 mod controller;
 mod fake;
 mod informer;

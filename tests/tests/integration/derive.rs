@@ -1,0 +1,197 @@
+//! `#[derive(Controller)]`: the chart's generated files, and the generated RBAC on a real cluster.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kubeward::manager::{Config, Manager};
+use kubeward::testing::ControlPlane;
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name, manifests,
+};
+use kubeward_tests::{ensure_crd, wait_for};
+
+/// The controller name declared in `#[controller(name = ...)]` of the example.
+const CONTROLLER: &str = "configmap-generator";
+
+#[test]
+fn the_committed_chart_files_are_the_generated_ones() -> anyhow::Result<()> {
+    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/configmap-generator");
+    for (file, generated) in [
+        (manifests::CRD_FILE, manifests::crd_yaml()?),
+        (manifests::RBAC_RULES_FILE, manifests::rbac_rules_yaml()?),
+    ] {
+        let committed = std::fs::read_to_string(chart.join(file))?;
+        assert!(
+            committed == generated,
+            "charts/configmap-generator/{file} differs from the code; regenerate it with \
+             `cargo run -p kubeward-examples --bin configmap_generator -- manifests`"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_generated_rules_are_the_least_the_example_needs() {
+    let rules = ConfigMapGenerator::rbac_rules();
+    let summary: Vec<(String, Vec<String>)> = rules
+        .iter()
+        .map(|r| (r.resources.clone().unwrap_or_default().join(","), r.verbs.clone()))
+        .collect();
+    let verbs = |v: &[&str]| v.iter().map(|&s| s.to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        summary,
+        [
+            ("configmapgenerators".to_owned(), verbs(&["get", "list", "watch", "update", "patch"])),
+            ("configmapgenerators/status".to_owned(), verbs(&["get", "update", "patch"])),
+            ("configmapgenerators/finalizers".to_owned(), verbs(&["update"])),
+            (
+                "configmaps".to_owned(),
+                verbs(&["get", "list", "watch", "create", "update", "patch", "delete"])
+            ),
+            ("events".to_owned(), verbs(&["create", "patch"])),
+        ]
+    );
+}
+
+/// Creates a ServiceAccount in `ns` bound cluster-wide to a ClusterRole holding `rules`.
+async fn bind_service_account(
+    cp: &ControlPlane,
+    ns: &str,
+    name: &str,
+    rules: Vec<PolicyRule>,
+) -> anyhow::Result<()> {
+    let meta = |name: &str| ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    let accounts: Api<ServiceAccount> = Api::namespaced(cp.client(), ns);
+    accounts
+        .create(&PostParams::default(), &ServiceAccount { metadata: meta(name), ..ServiceAccount::default() })
+        .await?;
+    let role_name = format!("{ns}-{name}");
+    let roles: Api<ClusterRole> = Api::all(cp.client());
+    roles
+        .create(
+            &PostParams::default(),
+            &ClusterRole { metadata: meta(&role_name), rules: Some(rules), ..ClusterRole::default() },
+        )
+        .await?;
+    let bindings: Api<ClusterRoleBinding> = Api::all(cp.client());
+    let binding = ClusterRoleBinding {
+        metadata: meta(&role_name),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: role_name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: name.to_owned(),
+            namespace: Some(ns.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    bindings.create(&PostParams::default(), &binding).await?;
+    Ok(())
+}
+
+fn reconcile_errors(manager: &prometheus::Registry) -> f64 {
+    manager
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "controller_runtime_reconcile_errors_total")
+        .flat_map(|f| f.get_metric().iter())
+        .filter(|m| m.get_label().iter().any(|l| l.name() == "controller" && l.value() == CONTROLLER))
+        .map(|m| m.get_counter().get_value())
+        .sum()
+}
+
+fn generator(name: &str) -> ConfigMapGenerator {
+    let mut g = ConfigMapGenerator::new(name, ConfigMapGeneratorSpec { content: "least privilege".into() });
+    g.metadata = ObjectMeta { name: Some(name.into()), ..ObjectMeta::default() };
+    g
+}
+
+/// Runs the derived controller as ServiceAccount `sa` (bound to `rules`) on generator `name`;
+/// returns the manager's registry once `done` holds, and stops the manager.
+async fn run_as(
+    cp: &ControlPlane,
+    prefix: &str,
+    rules: Vec<PolicyRule>,
+) -> anyhow::Result<(String, Manager)> {
+    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace(prefix).await?;
+    bind_service_account(cp, &ns, "operator", rules).await?;
+    let manager = Manager::new(
+        cp.service_account_client(&ns, "operator"),
+        Config::default().namespace(Some(ns.clone())),
+    );
+    manager.add(ConfigMapGenerator::controller(Generator));
+    Ok((ns, manager))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_derived_controller_runs_on_exactly_the_generated_rules() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let (ns, manager) = run_as(cp, "derive-rbac", ConfigMapGenerator::rbac_rules()).await?;
+    let registry = manager.registry().clone();
+    let token = manager.shutdown_token();
+    let run = tokio::spawn(manager.run());
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    let created = generators.create(&PostParams::default(), &generator("least")).await?;
+    let name = generated_name(&created);
+    wait_for(Duration::from_secs(60), "the ConfigMap generated by the ServiceAccount's operator", || async {
+        configmaps.get_opt(&name).await.ok()?.and_then(|cm| cm.data?.get("content").cloned())
+    })
+    .await?;
+    wait_for(Duration::from_secs(30), "the generator's Ready condition", || async {
+        let status = generators.get("least").await.ok()?.status?;
+        status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True").then_some(())
+    })
+    .await?;
+    generators.delete("least", &DeleteParams::default()).await?;
+    wait_for(Duration::from_secs(30), "cleanup to delete the ConfigMap and the generator", || async {
+        let cm_gone = configmaps.get_opt(&name).await.ok()?.is_none();
+        let generator_gone = generators.get_opt("least").await.ok()?.is_none();
+        (cm_gone && generator_gone).then_some(())
+    })
+    .await?;
+    assert!(
+        reconcile_errors(&registry) == 0.0,
+        "no reconcile may fail (a 403 would count here)"
+    );
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run).await???;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_generated_status_rule_the_reconcile_is_forbidden() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let rules: Vec<PolicyRule> = ConfigMapGenerator::rbac_rules()
+        .into_iter()
+        .filter(|r| r.resources.as_deref() != Some(&["configmapgenerators/status".to_owned()][..]))
+        .collect();
+    assert_eq!(rules.len() + 1, ConfigMapGenerator::rbac_rules().len(), "one rule was removed");
+    let (ns, manager) = run_as(cp, "derive-norbac", rules).await?;
+    let registry = manager.registry().clone();
+    let token = manager.shutdown_token();
+    let run = tokio::spawn(manager.run());
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    generators.create(&PostParams::default(), &generator("short")).await?;
+    wait_for(Duration::from_secs(60), "a failed reconcile (403 on the status subresource)", || async {
+        (reconcile_errors(&registry) >= 1.0).then_some(())
+    })
+    .await?;
+    let status = generators.get("short").await?.status;
+    assert!(status.is_none(), "the status must stay unwritten without its rule: {status:?}");
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run).await???;
+    Ok(())
+}
