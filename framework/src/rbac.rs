@@ -12,7 +12,14 @@ use crate::controller::Watchable;
 
 /// Verbs in the order Kubernetes documentation lists them; rules keep this order.
 const VERB_ORDER: &[&str] = &[
-    "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
 ];
 
 /// Verbs on the reconciled kind: read it, and patch/update it (finalizers, annotations).
@@ -22,7 +29,9 @@ pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 /// Verbs on the finalizers subresource (needed to set `blockOwnerDeletion` on owned objects).
 pub const FINALIZERS_VERBS: &[&str] = &["update"];
 /// Verbs on owned kinds: read, and create/change/delete them.
-pub const OWNED_VERBS: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
+pub const OWNED_VERBS: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
 /// Verbs on watched kinds: read only.
 pub const WATCHED_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on Events.
@@ -79,7 +88,11 @@ impl Rules {
             rules = rules.rule(&[&group], &[&format!("{plural}/status")], STATUS_VERBS);
         }
         if finalizer {
-            rules = rules.rule(&[&group], &[&format!("{plural}/finalizers")], FINALIZERS_VERBS);
+            rules = rules.rule(
+                &[&group],
+                &[&format!("{plural}/finalizers")],
+                FINALIZERS_VERBS,
+            );
         }
         rules
     }
@@ -156,13 +169,24 @@ pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, ser
 /// `text` as YAML comment lines.
 fn comment(text: &str) -> String {
     text.lines()
-        .map(|l| if l.is_empty() { "#\n".to_owned() } else { format!("# {l}\n") })
+        .map(|l| {
+            if l.is_empty() {
+                "#\n".to_owned()
+            } else {
+                format!("# {l}\n")
+            }
+        })
         .collect()
 }
 
 fn sorted_verbs(verbs: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut verbs: Vec<String> = verbs.into_iter().collect();
-    let rank = |v: &String| VERB_ORDER.iter().position(|o| o == v).unwrap_or(VERB_ORDER.len());
+    let rank = |v: &String| {
+        VERB_ORDER
+            .iter()
+            .position(|o| o == v)
+            .unwrap_or(VERB_ORDER.len())
+    };
     verbs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
     verbs.dedup();
     verbs
@@ -170,14 +194,17 @@ fn sorted_verbs(verbs: impl IntoIterator<Item = String>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
 
     #[test]
     fn rules_on_the_same_resource_merge_their_verbs_in_kubernetes_order() {
-        let rules = Rules::new().watched::<ConfigMap>().owned::<ConfigMap>().build();
+        let rules = Rules::new()
+            .watched::<ConfigMap>()
+            .owned::<ConfigMap>()
+            .build();
         assert_eq!(rules.len(), 1);
         assert_eq!(rules[0].verbs, OWNED_VERBS);
         assert_eq!(rules[0].api_groups.as_deref(), Some(&[String::new()][..]));
@@ -188,9 +215,22 @@ mod tests {
         let plain = Rules::new().reconciled::<Deployment>(false, false).build();
         assert_eq!(plain.len(), 1);
         let full = Rules::new().reconciled::<Deployment>(true, true).build();
-        let resources: Vec<_> = full.iter().flat_map(|r| r.resources.clone().unwrap_or_default()).collect();
-        assert_eq!(resources, ["deployments", "deployments/status", "deployments/finalizers"]);
-        assert_eq!(full[0].api_groups.as_deref(), Some(&["apps".to_owned()][..]));
+        let resources: Vec<_> = full
+            .iter()
+            .flat_map(|r| r.resources.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            resources,
+            [
+                "deployments",
+                "deployments/status",
+                "deployments/finalizers"
+            ]
+        );
+        assert_eq!(
+            full[0].api_groups.as_deref(),
+            Some(&["apps".to_owned()][..])
+        );
     }
 
     #[test]

@@ -9,9 +9,15 @@ use crate::validate::{Checked, Stub};
 /// The impl block for a valid input.
 pub(crate) fn expand(c: &Checked) -> TokenStream {
     let Checked {
-        kind, krate, reconciler, ..
+        kind,
+        krate,
+        reconciler,
+        ..
     } = c;
-    let owns = c.owns.iter().map(|ty| quote_spanned!(ty.span()=> .owns::<#ty>()));
+    let owns = c
+        .owns
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> .owns::<#ty>()));
     let watches = c
         .watches
         .iter()
@@ -22,7 +28,10 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
     let status = c.status;
     let has_finalizer = c.finalizer.is_some();
-    let owned_rules = c.owns.iter().map(|ty| quote_spanned!(ty.span()=> .owned::<#ty>()));
+    let owned_rules = c
+        .owns
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> .owned::<#ty>()));
     let watched_rules = c
         .watches
         .iter()

@@ -68,13 +68,20 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input 
                 kind: None,
                 struct_name: None,
                 status: false,
-                span: attr.path().get_ident().map_or_else(Span::call_site, Ident::span),
+                span: attr
+                    .path()
+                    .get_ident()
+                    .map_or_else(Span::call_site, Ident::span),
             };
             // kube's own derive reports mistakes in `#[kube]`; only the keys used here are read.
             let _ = attr.parse_nested_meta(|meta| read_kube_key(&meta, &mut found));
             kube = Some(found);
         } else if attr.path().is_ident("controller") {
-            controller_span.get_or_insert_with(|| attr.path().get_ident().map_or_else(Span::call_site, Ident::span));
+            controller_span.get_or_insert_with(|| {
+                attr.path()
+                    .get_ident()
+                    .map_or_else(Span::call_site, Ident::span)
+            });
             if let Err(e) =
                 attr.parse_nested_meta(|meta| read_controller_key(&meta, &mut controller, errors))
             {

@@ -69,16 +69,19 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
         }
         value
     });
-    let concurrency = c.concurrency.as_ref().and_then(|lit| match lit.base10_parse::<u16>() {
-        Ok(n) if n > 0 => Some(n),
-        _ => {
-            errors.push(syn::Error::new(
-                lit.span(),
-                "`concurrency` must be a whole number from 1 to 65535",
-            ));
-            None
-        }
-    });
+    let concurrency = c
+        .concurrency
+        .as_ref()
+        .and_then(|lit| match lit.base10_parse::<u16>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                errors.push(syn::Error::new(
+                    lit.span(),
+                    "`concurrency` must be a whole number from 1 to 65535",
+                ));
+                None
+            }
+        });
     match (kind, c.reconciler) {
         (Some(kind), Some(reconciler)) if errors.is_empty() => Ok(Checked {
             kind,
@@ -121,12 +124,11 @@ fn kind_type(
         ));
         return None;
     };
-    match syn::parse_str::<Ident>(&name.value()) {
-        Ok(ident) => Some(Ident::new(&ident.to_string(), Span::call_site())),
-        Err(_) => {
-            errors.push(syn::Error::new(name.span(), "the kind must be a type name"));
-            None
-        }
+    if let Ok(ident) = syn::parse_str::<Ident>(&name.value()) {
+        Some(Ident::new(&ident.to_string(), Span::call_site()))
+    } else {
+        errors.push(syn::Error::new(name.span(), "the kind must be a type name"));
+        None
     }
 }
 
@@ -174,7 +176,8 @@ fn check_qualified_name(value: &str) -> Result<(), &'static str> {
     let label_ok = |l: &str| {
         !l.is_empty()
             && l.len() <= 63
-            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
@@ -190,7 +193,9 @@ fn check_qualified_name(value: &str) -> Result<(), &'static str> {
         || !edge_ok(name.chars().next())
         || !edge_ok(name.chars().last())
     {
-        return Err("the name must be at most 63 letters, digits, `-`, `_` or `.`, starting and ending alphanumeric");
+        return Err(
+            "the name must be at most 63 letters, digits, `-`, `_` or `.`, starting and ending alphanumeric",
+        );
     }
     Ok(())
 }

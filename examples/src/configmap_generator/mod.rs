@@ -9,4 +9,6 @@ pub mod manifests;
 mod reconciler;
 
 pub use crd::{Condition, ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus};
-pub use reconciler::{DELAY_ANNOTATION, FINALIZER, Generator, MANAGER, controller_without_macro, generated_name};
+pub use reconciler::{
+    DELAY_ANNOTATION, FINALIZER, Generator, MANAGER, controller_without_macro, generated_name,
+};

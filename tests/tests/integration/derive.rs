@@ -5,7 +5,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
@@ -18,7 +18,8 @@ const CONTROLLER: &str = "configmap-generator";
 
 #[test]
 fn the_committed_chart_files_are_the_generated_ones() -> anyhow::Result<()> {
-    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/configmap-generator");
+    let chart =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/configmap-generator");
     for (file, generated) in [
         (manifests::CRD_FILE, manifests::crd_yaml()?),
         (manifests::RBAC_RULES_FILE, manifests::rbac_rules_yaml()?),
@@ -38,18 +39,34 @@ fn the_generated_rules_are_the_least_the_example_needs() {
     let rules = ConfigMapGenerator::rbac_rules();
     let summary: Vec<(String, Vec<String>)> = rules
         .iter()
-        .map(|r| (r.resources.clone().unwrap_or_default().join(","), r.verbs.clone()))
+        .map(|r| {
+            (
+                r.resources.clone().unwrap_or_default().join(","),
+                r.verbs.clone(),
+            )
+        })
         .collect();
     let verbs = |v: &[&str]| v.iter().map(|&s| s.to_owned()).collect::<Vec<_>>();
     assert_eq!(
         summary,
         [
-            ("configmapgenerators".to_owned(), verbs(&["get", "list", "watch", "update", "patch"])),
-            ("configmapgenerators/status".to_owned(), verbs(&["get", "update", "patch"])),
-            ("configmapgenerators/finalizers".to_owned(), verbs(&["update"])),
+            (
+                "configmapgenerators".to_owned(),
+                verbs(&["get", "list", "watch", "update", "patch"])
+            ),
+            (
+                "configmapgenerators/status".to_owned(),
+                verbs(&["get", "update", "patch"])
+            ),
+            (
+                "configmapgenerators/finalizers".to_owned(),
+                verbs(&["update"])
+            ),
             (
                 "configmaps".to_owned(),
-                verbs(&["get", "list", "watch", "create", "update", "patch", "delete"])
+                verbs(&[
+                    "get", "list", "watch", "create", "update", "patch", "delete"
+                ])
             ),
             ("events".to_owned(), verbs(&["create", "patch"])),
         ]
@@ -69,21 +86,31 @@ async fn bind_service_account(
     };
     let accounts: Api<ServiceAccount> = Api::namespaced(cp.client(), ns);
     accounts
-        .create(&PostParams::default(), &ServiceAccount { metadata: meta(name), ..ServiceAccount::default() })
-        .await?;
-    let role_name = format!("{ns}-{name}");
-    let roles: Api<ClusterRole> = Api::all(cp.client());
-    roles
         .create(
             &PostParams::default(),
-            &ClusterRole { metadata: meta(&role_name), rules: Some(rules), ..ClusterRole::default() },
+            &ServiceAccount {
+                metadata: meta(name),
+                ..ServiceAccount::default()
+            },
+        )
+        .await?;
+    let role_name = format!("{ns}-{name}");
+    let cluster_roles: Api<ClusterRole> = Api::all(cp.client());
+    cluster_roles
+        .create(
+            &PostParams::default(),
+            &ClusterRole {
+                metadata: meta(&role_name),
+                rules: Some(rules),
+                ..ClusterRole::default()
+            },
         )
         .await?;
     let bindings: Api<ClusterRoleBinding> = Api::all(cp.client());
     let binding = ClusterRoleBinding {
         metadata: meta(&role_name),
         role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
             kind: "ClusterRole".into(),
             name: role_name.clone(),
         },
@@ -104,14 +131,26 @@ fn reconcile_errors(manager: &prometheus::Registry) -> f64 {
         .iter()
         .filter(|f| f.name() == "controller_runtime_reconcile_errors_total")
         .flat_map(|f| f.get_metric().iter())
-        .filter(|m| m.get_label().iter().any(|l| l.name() == "controller" && l.value() == CONTROLLER))
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "controller" && l.value() == CONTROLLER)
+        })
         .map(|m| m.get_counter().get_value())
         .sum()
 }
 
 fn generator(name: &str) -> ConfigMapGenerator {
-    let mut g = ConfigMapGenerator::new(name, ConfigMapGeneratorSpec { content: "least privilege".into() });
-    g.metadata = ObjectMeta { name: Some(name.into()), ..ObjectMeta::default() };
+    let mut g = ConfigMapGenerator::new(
+        name,
+        ConfigMapGeneratorSpec {
+            content: "least privilege".into(),
+        },
+    );
+    g.metadata = ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
     g
 }
 
@@ -125,6 +164,22 @@ async fn run_as(
     ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     bind_service_account(cp, &ns, "operator", rules).await?;
+    // The apiserver's RBAC authorizer learns of new bindings from its own informers: wait until
+    // the binding is in effect, so that a 403 can only come from a missing rule.
+    let as_operator: Api<ConfigMapGenerator> =
+        Api::namespaced(cp.service_account_client(&ns, "operator"), &ns);
+    wait_for(
+        Duration::from_secs(30),
+        "the ServiceAccount's binding to take effect",
+        || async {
+            as_operator
+                .list(&ListParams::default())
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await?;
     let manager = Manager::new(
         cp.service_account_client(&ns, "operator"),
         Config::default().namespace(Some(ns.clone())),
@@ -143,23 +198,45 @@ async fn the_derived_controller_runs_on_exactly_the_generated_rules() -> anyhow:
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
-    let created = generators.create(&PostParams::default(), &generator("least")).await?;
+    let created = generators
+        .create(&PostParams::default(), &generator("least"))
+        .await?;
     let name = generated_name(&created);
-    wait_for(Duration::from_secs(60), "the ConfigMap generated by the ServiceAccount's operator", || async {
-        configmaps.get_opt(&name).await.ok()?.and_then(|cm| cm.data?.get("content").cloned())
-    })
+    wait_for(
+        Duration::from_secs(60),
+        "the ConfigMap generated by the ServiceAccount's operator",
+        || async {
+            configmaps
+                .get_opt(&name)
+                .await
+                .ok()?
+                .and_then(|cm| cm.data?.get("content").cloned())
+        },
+    )
     .await?;
-    wait_for(Duration::from_secs(30), "the generator's Ready condition", || async {
-        let status = generators.get("least").await.ok()?.status?;
-        status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True").then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "the generator's Ready condition",
+        || async {
+            let status = generators.get("least").await.ok()?.status?;
+            status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+                .then_some(())
+        },
+    )
     .await?;
     generators.delete("least", &DeleteParams::default()).await?;
-    wait_for(Duration::from_secs(30), "cleanup to delete the ConfigMap and the generator", || async {
-        let cm_gone = configmaps.get_opt(&name).await.ok()?.is_none();
-        let generator_gone = generators.get_opt("least").await.ok()?.is_none();
-        (cm_gone && generator_gone).then_some(())
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "cleanup to delete the ConfigMap and the generator",
+        || async {
+            let cm_gone = configmaps.get_opt(&name).await.ok()?.is_none();
+            let generator_gone = generators.get_opt("least").await.ok()?.is_none();
+            (cm_gone && generator_gone).then_some(())
+        },
+    )
     .await?;
     assert!(
         reconcile_errors(&registry) == 0.0,
@@ -177,20 +254,31 @@ async fn without_the_generated_status_rule_the_reconcile_is_forbidden() -> anyho
         .into_iter()
         .filter(|r| r.resources.as_deref() != Some(&["configmapgenerators/status".to_owned()][..]))
         .collect();
-    assert_eq!(rules.len() + 1, ConfigMapGenerator::rbac_rules().len(), "one rule was removed");
+    assert_eq!(
+        rules.len() + 1,
+        ConfigMapGenerator::rbac_rules().len(),
+        "one rule was removed"
+    );
     let (ns, manager) = run_as(cp, "derive-norbac", rules).await?;
     let registry = manager.registry().clone();
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
-    generators.create(&PostParams::default(), &generator("short")).await?;
-    wait_for(Duration::from_secs(60), "a failed reconcile (403 on the status subresource)", || async {
-        (reconcile_errors(&registry) >= 1.0).then_some(())
-    })
+    generators
+        .create(&PostParams::default(), &generator("short"))
+        .await?;
+    wait_for(
+        Duration::from_secs(60),
+        "a failed reconcile (403 on the status subresource)",
+        || async { (reconcile_errors(&registry) >= 1.0).then_some(()) },
+    )
     .await?;
     let status = generators.get("short").await?.status;
-    assert!(status.is_none(), "the status must stay unwritten without its rule: {status:?}");
+    assert!(
+        status.is_none(),
+        "the status must stay unwritten without its rule: {status:?}"
+    );
     token.cancel();
     tokio::time::timeout(Duration::from_secs(30), run).await???;
     Ok(())

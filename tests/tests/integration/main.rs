@@ -3,8 +3,8 @@
 mod book;
 mod chart;
 mod control_plane;
-mod derive;
 mod controller;
+mod derive;
 mod fake;
 mod informer;
 mod leader;
