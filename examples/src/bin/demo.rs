@@ -21,7 +21,7 @@ use kubeward::leader;
 use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
 use kubeward::testing::{Binaries, ControlPlane};
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, controller, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -76,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
     // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
     let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
     let manager = Manager::new(client, config);
-    manager.add(controller());
+    manager.add(ConfigMapGenerator::controller(Generator));
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager

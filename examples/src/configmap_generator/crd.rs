@@ -1,12 +1,18 @@
 //! Defines the `ConfigMapGenerator` custom resource.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::CustomResource;
+use kubeward::Controller;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Generator;
+
 // ANCHOR: crd
 /// Asks for a ConfigMap holding `content`.
-#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[derive(
+    CustomResource, Controller, Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq,
+)]
 #[kube(
     group = "demo.kubeward.dev",
     version = "v1",
@@ -14,7 +20,14 @@ use serde::{Deserialize, Serialize};
     namespaced,
     status = "ConfigMapGeneratorStatus",
     shortname = "cmg",
-    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[controller(
+    reconciler = Generator,
+    name = "configmap-generator",
+    owns(ConfigMap),
+    finalizer = "demo.kubeward.dev/cleanup"
 )]
 pub struct ConfigMapGeneratorSpec {
     /// What the generated ConfigMap's `content` key holds.

@@ -5,7 +5,10 @@
 //! deleted.
 
 mod crd;
+pub mod manifests;
 mod reconciler;
 
 pub use crd::{Condition, ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus};
-pub use reconciler::{DELAY_ANNOTATION, FINALIZER, Generator, MANAGER, controller, generated_name};
+pub use reconciler::{
+    DELAY_ANNOTATION, FINALIZER, Generator, MANAGER, controller_without_macro, generated_name,
+};

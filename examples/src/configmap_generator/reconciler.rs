@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::{Condition, ConfigMapGenerator, ConfigMapGeneratorStatus};
 
-/// The finalizer the operator puts on every generator.
+/// The finalizer the operator puts on every generator (as declared in `#[controller(...)]`).
 pub const FINALIZER: &str = "demo.kubeward.dev/cleanup";
 /// The field manager of the operator's server-side applies.
 pub const MANAGER: &str = "configmap-generator";
@@ -23,8 +23,9 @@ pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
 pub struct Generator;
 
 // ANCHOR: controller
-/// The controller, built without the derive: it owns ConfigMaps and has a finalizer.
-pub fn controller() -> Controller<ConfigMapGenerator> {
+/// The controller built by hand, without the derive: what `ConfigMapGenerator::controller`
+/// generates from `#[controller(...)]`. It owns ConfigMaps and has a finalizer.
+pub fn controller_without_macro() -> Controller<ConfigMapGenerator> {
     Controller::new(Generator)
         .name("configmap-generator")
         .owns::<ConfigMap>()

@@ -9,6 +9,11 @@ use serde::de::DeserializeOwned;
 use crate::informer::{Factory, SharedInformer};
 
 /// A kind that a controller can watch: namespaced or cluster-wide, known at compile time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Kubernetes resource a controller can watch",
+    label = "not a Kubernetes resource",
+    note = "owned and watched kinds are k8s-openapi types or kube `CustomResource`s (they implement `kube::Resource`)"
+)]
 pub trait Watchable:
     Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {

@@ -14,7 +14,7 @@ use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, FakeApiServer};
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro, generated_name,
 };
 use kubeward_tests::{ensure_crd, wait_for};
 use parking_lot::Mutex;
@@ -121,7 +121,7 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
             .namespace(Some(ns.clone()))
             .max_concurrent_reconciles(4),
     );
-    manager.add(controller());
+    manager.add(controller_without_macro());
     let (token, run) = start(manager);
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(client.clone(), &ns);

@@ -4,6 +4,7 @@ mod book;
 mod chart;
 mod control_plane;
 mod controller;
+mod derive;
 mod fake;
 mod informer;
 mod leader;

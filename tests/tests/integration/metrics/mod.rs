@@ -17,7 +17,7 @@ use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, controller as generator_controller,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
 use kubeward_tests::{ensure_crd, wait_for};
 use parking_lot::Mutex;
@@ -427,7 +427,7 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
             kubeward::leader::Config::default(),
         )));
     let manager = Manager::new(cp.client(), config);
-    manager.add(generator_controller());
+    manager.add(ConfigMapGenerator::controller(Generator));
     let running = Running::start(manager, addr);
     let prometheus = Prometheus::start(addr).await?;
 

@@ -1,0 +1,93 @@
+//! Writes the generated code: `Kind::controller` and `Kind::rbac_rules`, or a stub on error.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned as _;
+
+use crate::validate::{Checked, Stub};
+
+/// The impl block for a valid input.
+pub(crate) fn expand(c: &Checked) -> TokenStream {
+    let Checked {
+        kind,
+        krate,
+        reconciler,
+        ..
+    } = c;
+    let owns = c
+        .owns
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> .owns::<#ty>()));
+    let watches = c
+        .watches
+        .iter()
+        .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches::<#ty>(#mapper)));
+    let name = c.name.as_ref().map(|n| quote!(.name(#n)));
+    let finalizer = c.finalizer.as_ref().map(|f| quote!(.finalizer(#f)));
+    let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
+    let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
+    let status = c.status;
+    let has_finalizer = c.finalizer.is_some();
+    let owned_rules = c
+        .owns
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> .owned::<#ty>()));
+    let watched_rules = c
+        .watches
+        .iter()
+        .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
+    quote! {
+        #[automatically_derived]
+        impl #kind {
+            /// The controller declared by `#[controller(...)]` on the spec struct, calling
+            /// `reconciler`; hand it to the manager.
+            #[must_use]
+            pub fn controller(reconciler: #reconciler) -> #krate::controller::Controller<#kind> {
+                #krate::controller::Controller::<#kind>::new(reconciler)
+                    #name
+                    #(#owns)*
+                    #(#watches)*
+                    #finalizer
+                    #predicate
+                    #concurrency
+            }
+
+            /// The least RBAC rules the controller needs: its kind (and subresources), what it
+            /// owns and watches, and Events.
+            #[must_use]
+            pub fn rbac_rules() -> ::std::vec::Vec<#krate::rbac::PolicyRule> {
+                #krate::rbac::Rules::new()
+                    .reconciled::<#kind>(#status, #has_finalizer)
+                    #(#owned_rules)*
+                    #(#watched_rules)*
+                    .events()
+                    .build()
+            }
+        }
+    }
+}
+
+/// Stands in for the impl when the input has errors, so uses of `Kind::controller` do not add
+/// errors of their own to the one that matters.
+pub(crate) fn stub(stub: &Stub) -> TokenStream {
+    let Some(kind) = &stub.kind else {
+        return TokenStream::new();
+    };
+    let krate = &stub.krate;
+    quote! {
+        #[automatically_derived]
+        impl #kind {
+            /// Not generated: `#[derive(Controller)]` reported an error.
+            #[must_use]
+            pub fn controller<R>(_reconciler: R) -> #krate::controller::Controller<#kind> {
+                ::core::unimplemented!("#[derive(Controller)] reported an error")
+            }
+
+            /// Not generated: `#[derive(Controller)]` reported an error.
+            #[must_use]
+            pub fn rbac_rules() -> ::std::vec::Vec<#krate::rbac::PolicyRule> {
+                ::core::unimplemented!("#[derive(Controller)] reported an error")
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Reads the derive input: the struct, its `#[kube(...)]` and its `#[controller(...)]` attributes.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::{DeriveInput, Expr, Ident, LitInt, LitStr, Path, Token};
+
+/// The keys `#[controller(...)]` accepts, for the "did you mean" suggestion.
+pub(crate) const KEYS: &[&str] = &[
+    "reconciler",
+    "owns",
+    "watches",
+    "finalizer",
+    "concurrency",
+    "predicate",
+    "name",
+    "crate",
+];
+
+/// What the attributes of the spec struct say, as written (checked by `validate`).
+pub(crate) struct Input {
+    /// The spec struct's name, where errors about the whole derive point.
+    pub(crate) ident: Ident,
+    /// What `#[kube(...)]` says; `None` when the struct has no such attribute.
+    pub(crate) kube: Option<Kube>,
+    /// What `#[controller(...)]` says.
+    pub(crate) controller: ControllerAttr,
+    /// The span of the first `#[controller]` attribute, or of the struct name.
+    pub(crate) controller_span: Span,
+}
+
+/// The parts of kube's `#[kube(...)]` the derive uses.
+pub(crate) struct Kube {
+    /// `kind = "..."`.
+    pub(crate) kind: Option<LitStr>,
+    /// `struct = "..."`: the generated type's name when it differs from the kind.
+    pub(crate) struct_name: Option<LitStr>,
+    /// `status = "..."`.
+    pub(crate) status: bool,
+    /// The span of the attribute.
+    pub(crate) span: Span,
+}
+
+/// `#[controller(...)]`, key by key.
+#[derive(Default)]
+pub(crate) struct ControllerAttr {
+    pub(crate) reconciler: Option<Path>,
+    pub(crate) owns: Vec<Path>,
+    pub(crate) watches: Vec<(Path, Expr)>,
+    pub(crate) finalizer: Option<LitStr>,
+    pub(crate) concurrency: Option<LitInt>,
+    pub(crate) predicate: Option<Expr>,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) krate: Option<LitStr>,
+    /// Keys that are not in [`KEYS`], for validation to report with a suggestion.
+    pub(crate) unknown: Vec<Ident>,
+    /// Keys given twice.
+    pub(crate) duplicates: Vec<Ident>,
+}
+
+/// Reads the input; syntax errors are collected into `errors` and parsing goes on.
+pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input {
+    let mut kube = None;
+    let mut controller = ControllerAttr::default();
+    let mut controller_span = None;
+    for attr in &input.attrs {
+        if attr.path().is_ident("kube") {
+            let mut found = Kube {
+                kind: None,
+                struct_name: None,
+                status: false,
+                span: attr
+                    .path()
+                    .get_ident()
+                    .map_or_else(Span::call_site, Ident::span),
+            };
+            // kube's own derive reports mistakes in `#[kube]`; only the keys used here are read.
+            let _ = attr.parse_nested_meta(|meta| read_kube_key(&meta, &mut found));
+            kube = Some(found);
+        } else if attr.path().is_ident("controller") {
+            controller_span.get_or_insert_with(|| {
+                attr.path()
+                    .get_ident()
+                    .map_or_else(Span::call_site, Ident::span)
+            });
+            if let Err(e) =
+                attr.parse_nested_meta(|meta| read_controller_key(&meta, &mut controller, errors))
+            {
+                errors.push(e);
+            }
+        }
+    }
+    Input {
+        ident: input.ident.clone(),
+        kube,
+        controller,
+        controller_span: controller_span.unwrap_or_else(|| input.ident.span()),
+    }
+}
+
+fn read_kube_key(meta: &ParseNestedMeta<'_>, kube: &mut Kube) -> syn::Result<()> {
+    if meta.path.is_ident("kind") {
+        kube.kind = Some(meta.value()?.parse()?);
+    } else if meta.path.is_ident("struct") {
+        kube.struct_name = Some(meta.value()?.parse()?);
+    } else if meta.path.is_ident("status") {
+        kube.status = true;
+        skip_value(meta)?;
+    } else {
+        skip_value(meta)?;
+    }
+    Ok(())
+}
+
+fn read_controller_key(
+    meta: &ParseNestedMeta<'_>,
+    c: &mut ControllerAttr,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<()> {
+    let Some(key) = meta.path.get_ident().cloned() else {
+        errors.push(meta.error("expected a key such as `reconciler = Type`"));
+        return skip_value(meta);
+    };
+    let duplicate = match key.to_string().as_str() {
+        "reconciler" => c.reconciler.replace(meta.value()?.parse()?).is_some(),
+        "owns" => {
+            meta.parse_nested_meta(|inner| {
+                c.owns.push(inner.path.clone());
+                Ok(())
+            })?;
+            false
+        }
+        "watches" => {
+            meta.parse_nested_meta(|inner| {
+                let mapper: Expr = inner.value()?.parse()?;
+                c.watches.push((inner.path.clone(), mapper));
+                Ok(())
+            })?;
+            false
+        }
+        "finalizer" => c.finalizer.replace(meta.value()?.parse()?).is_some(),
+        "concurrency" => c.concurrency.replace(meta.value()?.parse()?).is_some(),
+        "predicate" => c.predicate.replace(meta.value()?.parse()?).is_some(),
+        "name" => c.name.replace(meta.value()?.parse()?).is_some(),
+        "crate" => c.krate.replace(meta.value()?.parse()?).is_some(),
+        _ => {
+            c.unknown.push(key);
+            return skip_value(meta);
+        }
+    };
+    if duplicate {
+        c.duplicates.push(key);
+    }
+    Ok(())
+}
+
+/// Skips what follows a key: `= value`, `(...)` or nothing.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        let _: Expr = meta.value()?.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _: TokenStream = meta.input.parse::<proc_macro2::Group>()?.stream();
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::CustomResource;
+use kubeward::Controller;
+use kubeward::cache::ObjectKey;
+use kubeward::controller::{Action, Context, Predicate, Reconciler};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+#[controller(
+    reconciler = Builder,
+    owns(ConfigMap),
+    watches(Secret = by_secret),
+    finalizer = "example.com/cleanup",
+    concurrency = 4,
+    predicate = Predicate::generation_changed(),
+    name = "widgets",
+    crate = "::kubeward"
+)]
+pub struct WidgetSpec {
+    pub size: u32,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct WidgetStatus {
+    pub ready: bool,
+}
+
+fn by_secret(secret: &Secret) -> Vec<ObjectKey> {
+    vec![ObjectKey::new(secret.metadata.namespace.as_deref(), "main")]
+}
+
+struct Builder;
+
+impl Reconciler<Widget> for Builder {
+    type Error = kube::Error;
+
+    async fn reconcile(&self, _: Arc<Widget>, _: &Context<Widget>) -> Result<Action, kube::Error> {
+        Ok(Action::await_change())
+    }
+}
+
+fn main() {
+    let controller = Widget::controller(Builder);
+    let debug = format!("{controller:?}");
+    assert!(debug.contains("\"widgets\""), "{debug}");
+    assert!(debug.contains("Some(4)"), "{debug}");
+    assert!(debug.contains("example.com/cleanup"), "{debug}");
+    assert!(debug.contains("triggers: 2"), "{debug}");
+
+    let rules = Widget::rbac_rules();
+    let resources: Vec<String> = rules
+        .iter()
+        .flat_map(|r| r.resources.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        resources,
+        ["widgets", "widgets/status", "widgets/finalizers", "configmaps", "secrets", "events"]
+    );
+    assert_eq!(rules[4].verbs, ["get", "list", "watch"]);
+}

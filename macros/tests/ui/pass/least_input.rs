@@ -1,0 +1,32 @@
+use std::sync::Arc;
+
+use kube::CustomResource;
+use kubeward::controller::{Action, Context, Reconciler};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A cluster-scoped kind without status or finalizer: only its own rule and Events.
+#[derive(CustomResource, kubeward::Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "example.com", version = "v1alpha1", kind = "Gadget")]
+#[controller(reconciler = Tinker)]
+pub struct GadgetSpec {
+    pub on: bool,
+}
+
+struct Tinker;
+
+impl Reconciler<Gadget> for Tinker {
+    type Error = kube::Error;
+
+    async fn reconcile(&self, _: Arc<Gadget>, _: &Context<Gadget>) -> Result<Action, kube::Error> {
+        Ok(Action::await_change())
+    }
+}
+
+fn main() {
+    let _controller = Gadget::controller(Tinker);
+    let rules = Gadget::rbac_rules();
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0].resources.as_deref(), Some(&["gadgets".to_owned()][..]));
+    assert_eq!(rules[0].verbs, ["get", "list", "watch", "update", "patch"]);
+}
