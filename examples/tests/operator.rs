@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
-use kubeward::testing::{ControlPlane, TcpProxy, install_crd, wait_for};
+use kubeward::testing::{Binaries, ControlPlane, TcpProxy, install_crd, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION, FINALIZER, generated_name,
 };
@@ -134,18 +134,7 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
     )
     .await?;
 
-    let pid = operator.0.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status()?;
-    assert!(killed.success(), "SIGTERM was delivered");
-    let exited = wait_for(
-        Duration::from_secs(25),
-        "the operator to exit after SIGTERM",
-        || {
-            let status = operator.0.try_wait().ok().flatten();
-            async move { status }
-        },
-    )
-    .await?;
+    let exited = terminate(&mut operator).await?;
     assert!(
         exited.success(),
         "the operator must exit 0 after a graceful shutdown, got {exited}"
@@ -158,19 +147,6 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
         "the in-flight reconcile finished before the process exited"
     );
     Ok(())
-}
-
-/// `helm` from `$KUBEWARD_BIN`, `~/.cache/kubeward/bin` or `$PATH`.
-fn helm() -> std::path::PathBuf {
-    let dirs = std::env::var_os("KUBEWARD_BIN")
-        .into_iter()
-        .map(std::path::PathBuf::from)
-        .chain(
-            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache/kubeward/bin")),
-        );
-    dirs.map(|d| d.join("helm"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| "helm".into())
 }
 
 /// The control plane's kubeconfig, acting as the ServiceAccount `namespace/name`.
@@ -200,7 +176,7 @@ async fn install_chart(
     lease: &str,
 ) -> anyhow::Result<()> {
     let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/configmap-generator");
-    let installed = Command::new(helm())
+    let installed = Command::new(Binaries::tool("helm")?)
         .args([
             "install",
             "cmg",

@@ -38,7 +38,7 @@ impl Binaries {
     ///
     /// # Errors
     /// [`Error::MissingBinary`] naming it and the command that installs it.
-    pub fn tool(program: &'static str) -> Result<PathBuf> {
+    pub fn tool(program: &str) -> Result<PathBuf> {
         find(program, INSTALL)
     }
 }
@@ -61,13 +61,13 @@ fn search_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-fn find(program: &'static str, install: &'static str) -> Result<PathBuf> {
+fn find(program: &str, install: &'static str) -> Result<PathBuf> {
     let dirs = search_dirs();
     dirs.iter()
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
         .ok_or_else(|| Error::MissingBinary {
-            program,
+            program: program.to_owned(),
             searched: dirs
                 .iter()
                 .map(|d| d.display().to_string())

@@ -34,7 +34,7 @@ pub enum Error {
     #[error("{program} not found (looked in {searched}); install it with `{install}`")]
     MissingBinary {
         /// The program's name.
-        program: &'static str,
+        program: String,
         /// Where it was looked for.
         searched: String,
         /// The command that installs it.

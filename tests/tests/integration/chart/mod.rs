@@ -21,26 +21,9 @@ fn all_on_values() -> PathBuf {
     chart_dir().join("ci/all-on-values.yaml")
 }
 
-/// Finds `program` as the control plane finds its binaries: `$KUBEWARD_BIN`, then
-/// `$KUBEWARD_CACHE/bin` or `~/.cache/kubeward/bin` (where `scripts/setup` installs helm and
-/// kubectl), then `$PATH`.
+/// Finds `program` where `scripts/setup` installs it (see `kubeward::testing::Binaries::tool`).
 fn tool(program: &str) -> anyhow::Result<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(dir) = std::env::var_os("KUBEWARD_BIN").filter(|v| !v.is_empty()) {
-        dirs.push(PathBuf::from(dir));
-    }
-    if let Some(cache) = std::env::var_os("KUBEWARD_CACHE").filter(|v| !v.is_empty()) {
-        dirs.push(Path::new(&cache).join("bin"));
-    } else if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(Path::new(&home).join(".cache/kubeward/bin"));
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.iter()
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| anyhow::anyhow!("{program} not found; install it with `bash scripts/setup`"))
+    Ok(kubeward::testing::Binaries::tool(program)?)
 }
 
 /// Runs `program args`, returning stdout on success and an error quoting stderr otherwise.

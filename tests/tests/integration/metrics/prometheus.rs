@@ -1,7 +1,7 @@
 //! A real Prometheus server on loopback, scraping one target every second; killed on drop.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -110,24 +110,7 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// Finds `program` where the control plane's binaries are: `$KUBEWARD_BIN`, `$KUBEWARD_CACHE/bin`
-/// or `~/.cache/kubeward/bin` (Debian's `prometheus` package, copied there by `scripts/setup`),
-/// then `$PATH`.
+/// Finds `program` where `scripts/setup` installs it (see `kubeward::testing::Binaries::tool`).
 pub(super) fn tool(program: &str) -> anyhow::Result<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(dir) = std::env::var_os("KUBEWARD_BIN").filter(|v| !v.is_empty()) {
-        dirs.push(PathBuf::from(dir));
-    }
-    if let Some(cache) = std::env::var_os("KUBEWARD_CACHE").filter(|v| !v.is_empty()) {
-        dirs.push(Path::new(&cache).join("bin"));
-    } else if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(Path::new(&home).join(".cache/kubeward/bin"));
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.iter()
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| anyhow::anyhow!("{program} not found (Debian package `prometheus`)"))
+    Ok(kubeward::testing::Binaries::tool(program)?)
 }
