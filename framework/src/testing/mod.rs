@@ -15,6 +15,7 @@
 
 mod binaries;
 mod control_plane;
+mod events;
 pub mod fake;
 mod process;
 mod proxy;
@@ -22,6 +23,7 @@ mod wait;
 
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
+pub use events::events_about;
 pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
 pub use wait::{install_crd, wait_for};

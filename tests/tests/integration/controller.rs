@@ -12,7 +12,7 @@ use kube::{Api, Client, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::{ControlPlane, FakeApiServer};
+use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro, generated_name,
 };
@@ -182,17 +182,25 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
     )
     .await?;
 
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let reasons: HashSet<String> = events
-        .list(&ListParams::default())
+    // Events about the deleted generator: one for its ConfigMap, one for the cleanup.
+    let reasons: Vec<String> = events_about(client.clone(), &doomed)
         .await?
-        .items
         .into_iter()
         .filter_map(|e| e.reason)
         .collect();
     assert!(
-        reasons.contains("Generated") && reasons.contains("Deleted"),
-        "events seen: {reasons:?}"
+        reasons.contains(&"Generated".to_owned()) && reasons.contains(&"Deleted".to_owned()),
+        "events about gen-2: {reasons:?}"
+    );
+    let untouched = generators.get("gen-3").await?;
+    let reasons: Vec<String> = events_about(client.clone(), &untouched)
+        .await?
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        !reasons.is_empty() && reasons.iter().all(|r| r == "Generated"),
+        "gen-3 was generated and never deleted: {reasons:?}"
     );
 
     stop(token, run).await
