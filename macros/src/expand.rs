@@ -43,25 +43,40 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
             /// `reconciler`; hand it to the manager.
             #[must_use]
             pub fn controller(reconciler: #reconciler) -> #krate::controller::Controller<#kind> {
-                #krate::controller::Controller::<#kind>::new(reconciler)
-                    #name
-                    #(#owns)*
-                    #(#watches)*
-                    #finalizer
-                    #predicate
-                    #concurrency
+                (Self::__kubeward_wiring().0)(reconciler)
             }
 
             /// The least RBAC rules the controller needs: its kind (and subresources), what it
             /// owns and watches, and Events.
             #[must_use]
             pub fn rbac_rules() -> ::std::vec::Vec<#krate::rbac::PolicyRule> {
-                #krate::rbac::Rules::new()
+                Self::__kubeward_wiring().1
+            }
+
+            // The controller and its rules name the owned and watched kinds in one body, so a
+            // kind that is not a resource is reported once, not once per use.
+            #[doc(hidden)]
+            #[allow(clippy::type_complexity)]
+            fn __kubeward_wiring() -> (
+                fn(#reconciler) -> #krate::controller::Controller<#kind>,
+                ::std::vec::Vec<#krate::rbac::PolicyRule>,
+            ) {
+                let controller = |reconciler: #reconciler| {
+                    #krate::controller::Controller::<#kind>::new(reconciler)
+                        #name
+                        #(#owns)*
+                        #(#watches)*
+                        #finalizer
+                        #predicate
+                        #concurrency
+                };
+                let rules = #krate::rbac::Rules::new()
                     .reconciled::<#kind>(#status, #has_finalizer)
                     #(#owned_rules)*
                     #(#watched_rules)*
                     .events()
-                    .build()
+                    .build();
+                (controller, rules)
             }
         }
     }
