@@ -84,10 +84,13 @@ async fn three_candidates_never_lead_at_once_and_their_fenced_writes_never_inter
     );
     let (holder, transitions) = lease(&Api::namespaced(cp.client(), &ns)).await?;
     assert_eq!(holder, None, "the last leader released the Lease");
+    // Every handover changed the holder, so there are at least four transitions. There may be more
+    // than the terms the hooks saw: an acquisition whose response arrives after its renew deadline
+    // (seen on a loaded CI machine) changes the holder but is never believed, which is safe.
     let acquisitions = i32::try_from(terms.all().len())? - 1;
     assert!(
-        (4..=acquisitions).contains(&transitions),
-        "{transitions} transitions for {acquisitions} acquisitions after the first"
+        transitions >= 4 && acquisitions >= 4,
+        "{transitions} transitions for {acquisitions} believed acquisitions after the first"
     );
 
     for leadership in &killed {
