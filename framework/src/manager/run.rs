@@ -87,7 +87,11 @@ impl Manager {
                 () = self.shutdown.cancelled() => break,
                 became = wait_leading(to_lead.as_mut()), if !leading => {
                     if became.is_err() {
-                        continue;
+                        // The elector is gone (it only ends on release): this replica can never lead.
+                        let lease = election.as_ref().map(|e| e.lease.clone()).unwrap_or_default();
+                        outcome = Err(Error::LeadershipLost { lease });
+                        self.shutdown.cancel();
+                        break;
                     }
                     leading = true;
                     tracing::info!("leading: starting controllers");
