@@ -177,7 +177,14 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry_perio
         "the standby to take over",
     )
     .await?;
-    let old_term = old.status().term.expect("killed while leading");
+    // On a loaded machine the leader may miss its renew deadline and step down just before the
+    // kill; then its last term is the one that must have ended before the takeover.
+    let status = old.status();
+    let killed_in_term = status.term.is_some();
+    let old_term = status
+        .term
+        .or(status.last_term)
+        .expect("the killed candidate had led");
     assert!(
         old_term.valid_until <= took_over,
         "the killed leader's belief ({old_term:?}) outlasted the takeover at {took_over:?}"
@@ -192,12 +199,14 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry_perio
         "took over {:?} after the kill",
         took_over - killed_at
     );
-    wait_for(
-        DEADLINE + GRACE + SLACK,
-        "the killed leader's health check to fail",
-        || async { matches!(old.healthy(), Err(Error::NotRenewed { .. })).then_some(()) },
-    )
-    .await?;
+    if killed_in_term {
+        wait_for(
+            DEADLINE + GRACE + SLACK,
+            "the killed leader's health check to fail",
+            || async { matches!(old.healthy(), Err(Error::NotRenewed { .. })).then_some(()) },
+        )
+        .await?;
+    }
     assert!(standby.leadership.healthy().is_ok());
 
     let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
