@@ -192,6 +192,7 @@ async fn reconcile<K: Watchable>(shared: &Shared<K>, obj: Arc<K>) -> Result<Acti
                 .reconciler
                 .cleanup(Arc::clone(&obj), &shared.ctx)
                 .await?;
+            // `None`: the object is already gone, which is what removing the finalizer is for.
             finalizer::remove(&client, obj.as_ref(), finalizer)
                 .await
                 .map_err(retry)?;
