@@ -76,11 +76,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             .into_iter()
             .map(|t| t(factory, namespace, &queue))
             .collect();
-        let primary_synced = informer.clone();
-        wired.push(super::trigger::Wired {
-            synced: Box::new(move || primary_synced.has_synced()),
-            _registration: Box::new(registration),
-        });
+        wired.push(super::trigger::Wired::new(&informer, registration));
 
         let ready = informer.clone();
         manager.add_readiness_check(

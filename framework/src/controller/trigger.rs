@@ -1,21 +1,44 @@
 //! Turns changes of owned and watched kinds into keys of the controller's kind.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use kube::api::ObjectMeta;
 
 use super::Watchable;
 use crate::cache::ObjectKey;
-use crate::informer::{Factory, handler_fns};
+use crate::informer::{Factory, Registration, SharedInformer, handler_fns};
 use crate::queue::WorkQueue;
 
-/// A trigger once wired to an informer: whether that informer has synced, and the handler
-/// registration, which must live as long as the controller.
+/// A trigger once wired to an informer: whether that informer has synced; dropping it removes
+/// the handler from the shared informer, so a stopped controller's queue gets no more keys.
 pub(crate) struct Wired {
     pub(crate) synced: Box<dyn Fn() -> bool + Send + Sync>,
-    /// Held only to keep the handler registered; dropping it would remove the handler.
-    pub(crate) _registration: Box<dyn Any + Send + Sync>,
+    unregister: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl Wired {
+    /// Wired to `informer` through `registration`.
+    pub(crate) fn new<C: Watchable>(
+        informer: &SharedInformer<C>,
+        registration: Registration<C>,
+    ) -> Self {
+        let synced = informer.clone();
+        let owner = informer.clone();
+        Self {
+            synced: Box::new(move || synced.has_synced()),
+            unregister: Some(Box::new(move || {
+                owner.remove_handler(&registration);
+            })),
+        }
+    }
+}
+
+impl Drop for Wired {
+    fn drop(&mut self) {
+        if let Some(unregister) = self.unregister.take() {
+            unregister();
+        }
+    }
 }
 
 /// Wires a trigger to the shared informer of its kind, feeding keys into the queue.
@@ -44,7 +67,7 @@ pub(crate) fn watch_trigger<W: Watchable>(
 }
 
 fn wire<C: Watchable>(
-    informer: &crate::informer::SharedInformer<C>,
+    informer: &SharedInformer<C>,
     queue: &WorkQueue<ObjectKey>,
     keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Wired {
@@ -69,11 +92,7 @@ fn wire<C: Watchable>(
                 }
             }),
     );
-    let synced_informer = informer.clone();
-    Wired {
-        synced: Box::new(move || synced_informer.has_synced()),
-        _registration: Box::new(registration),
-    }
+    Wired::new(informer, registration)
 }
 
 /// The key of the ownerReference with `controller: true` whose kind and group are `K`'s.

@@ -32,6 +32,10 @@ impl<K> Registration<K> {
     pub(crate) fn new(listener: Arc<Listener<K>>) -> Self {
         Self { listener }
     }
+
+    pub(crate) fn listener(&self) -> &Arc<Listener<K>> {
+        &self.listener
+    }
 }
 
 impl<K: Resource> Registration<K> {
@@ -107,6 +111,11 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
         self.stopped.store(true, Ordering::SeqCst);
         let _guard = self.buffer.lock();
         self.ready.notify_all();
+    }
+
+    /// Whether [`stop`](Self::stop) was called.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
     }
 
     fn deliver_until_stopped(&self) {

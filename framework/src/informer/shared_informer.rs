@@ -163,6 +163,24 @@ where
         Registration::new(listener)
     }
 
+    /// Removes a handler: it gets no change after this returns (one it is handling finishes),
+    /// its delivery thread and resync timer end, and its buffer is dropped. `false` if it was
+    /// not a handler of this informer, or was removed already.
+    #[doc(alias = "RemoveEventHandler")]
+    #[allow(clippy::must_use_candidate, reason = "removing is the point; the answer is optional")]
+    pub fn remove_handler(&self, registration: &Registration<K>) -> bool {
+        let target = registration.listener();
+        let mut listeners = self.inner.listeners.lock();
+        let before = listeners.len();
+        listeners.retain(|l| !Arc::ptr_eq(l, target));
+        let removed = listeners.len() < before;
+        drop(listeners);
+        if removed {
+            target.stop();
+        }
+        removed
+    }
+
     /// Starts listing, watching and delivering; does nothing if already started.
     ///
     /// # Errors
@@ -257,6 +275,9 @@ where
                         loop {
                             ticks.tick().await;
                             let _listeners = inner.listeners.lock();
+                            if listener.is_stopped() {
+                                break;
+                            }
                             listener.push_resync(&inner.store.list());
                         }
                     })
@@ -389,6 +410,35 @@ mod tests {
             .on_update(move |_, new: Arc<ConfigMap>| {
                 on_update.lock().insert(name(&new), rv(&new));
             })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
+        let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
+        let (kept_seen, removed_seen) = (Arc::default(), Arc::default());
+        let _kept = informer.add_handler(recording_handler(&kept_seen));
+        let removed = informer.add_handler(recording_handler(&removed_seen));
+        informer.start().expect("inside a runtime");
+        informer.inner.apply(cm("before", 1));
+        eventually("both handlers to see the first object", || {
+            kept_seen.lock().contains_key("before") && removed_seen.lock().contains_key("before")
+        })
+        .await;
+
+        assert!(informer.remove_handler(&removed), "it was registered");
+        assert!(!informer.remove_handler(&removed), "it is gone already");
+        informer.inner.apply(cm("after", 2));
+        assert_eq!(
+            removed.pending(),
+            0,
+            "nothing is buffered for a removed handler"
+        );
+        eventually("the kept handler to see the second object", || {
+            kept_seen.lock().contains_key("after")
+        })
+        .await;
+        assert!(!removed_seen.lock().contains_key("after"));
+        informer.shutdown().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
