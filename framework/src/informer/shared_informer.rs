@@ -167,7 +167,10 @@ where
     /// its delivery thread and resync timer end, and its buffer is dropped. `false` if it was
     /// not a handler of this informer, or was removed already.
     #[doc(alias = "RemoveEventHandler")]
-    #[allow(clippy::must_use_candidate, reason = "removing is the point; the answer is optional")]
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "removing is the point; the answer is optional"
+    )]
     pub fn remove_handler(&self, registration: &Registration<K>) -> bool {
         let target = registration.listener();
         let mut listeners = self.inner.listeners.lock();
