@@ -1,3 +1,4 @@
+// ANCHOR: file
 //! Defines the `Countdown` custom resource.
 
 // ANCHOR: crd
@@ -47,3 +48,4 @@ pub enum Phase {
     Done,
 }
 // ANCHOR_END: crd
+// ANCHOR_END: file

@@ -1,3 +1,4 @@
+// ANCHOR: file
 //! The operator of the book's tutorial: a `Countdown` finishes once its seconds have passed.
 
 // ANCHOR: modules
@@ -7,3 +8,4 @@ mod timer;
 pub use countdown::{Countdown, CountdownSpec, CountdownStatus, Phase};
 pub use timer::Timer;
 // ANCHOR_END: modules
+// ANCHOR_END: file

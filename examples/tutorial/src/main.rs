@@ -1,3 +1,4 @@
+// ANCHOR: file
 //! The tutorial's operator: `countdown [FLAGS]` runs it (`--help` lists the flags);
 //! `countdown crd` and `countdown rbac` print its CRD and its RBAC rules as YAML.
 
@@ -51,3 +52,4 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 // ANCHOR_END: main
+// ANCHOR_END: file

@@ -1,3 +1,4 @@
+// ANCHOR: file
 //! Reconciles a `Countdown`: starts it, and finishes it once its deadline has passed.
 
 use std::sync::Arc;
@@ -46,6 +47,8 @@ impl Reconciler<Countdown> for Timer {
             return Ok(Action::requeue(left.unsigned_abs()));
         }
         write_status(ctx, &countdown, Phase::Done, deadline).await?;
+        // Inside the reconcile's span: the line carries the controller, namespace and name.
+        tracing::info!(%deadline, "countdown done");
         Ok(Action::await_change())
     }
 }
@@ -73,3 +76,4 @@ async fn write_status(
     Ok(())
 }
 // ANCHOR_END: status
+// ANCHOR_END: file

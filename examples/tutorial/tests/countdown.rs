@@ -1,3 +1,4 @@
+// ANCHOR: file
 //! Runs the operator binary against a local control plane and watches a countdown finish.
 
 use std::net::{SocketAddr, TcpListener};
@@ -82,3 +83,4 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+// ANCHOR_END: file
