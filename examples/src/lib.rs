@@ -1,3 +1,4 @@
 //! Runnable kubeward programs (in `src/bin/`) and the example operator they share.
 
 pub mod configmap_generator;
+pub mod triggers;

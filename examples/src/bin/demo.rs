@@ -37,9 +37,11 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     say("starting etcd and kube-apiserver on loopback (the first run builds kube-apiserver)")?;
+    // ANCHOR: control_plane
     let cp = ControlPlane::start()
         .await
         .context("starting the local control plane")?;
+    // ANCHOR_END: control_plane
     // Logging starts after start-up: kube's client logs each 500 from `/readyz` while it warms up.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

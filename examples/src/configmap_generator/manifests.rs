@@ -36,6 +36,7 @@ pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
     Ok(format!("{}{body}", comment(CRD_HEADER)))
 }
 
+// ANCHOR: rbac
 /// The `rules:` document of `files/rbac-rules.yaml`: the least RBAC of every controller the
 /// operator runs (one today).
 ///
@@ -45,6 +46,7 @@ pub fn rbac_rules_yaml() -> Result<String, serde_yaml::Error> {
     let rules = rbac::merge(ConfigMapGenerator::rbac_rules());
     rbac::rules_yaml(RBAC_HEADER, &rules)
 }
+// ANCHOR_END: rbac
 
 /// Writes [`crd_yaml`] and [`rbac_rules_yaml`] into the chart at `chart`.
 ///

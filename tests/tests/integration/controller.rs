@@ -375,6 +375,7 @@ struct Troubled {
 #[error("{0}")]
 struct Trouble(&'static str);
 
+// ANCHOR: error_policy
 impl Reconciler<ConfigMap> for Troubled {
     type Error = Trouble;
 
@@ -411,6 +412,7 @@ impl Reconciler<ConfigMap> for Troubled {
         }
     }
 }
+// ANCHOR_END: error_policy
 
 fn counter(manager_registry: &prometheus::Registry, family: &str, controller: &str) -> f64 {
     manager_registry

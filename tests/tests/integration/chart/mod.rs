@@ -3,6 +3,7 @@
 mod install;
 mod pod_security;
 mod render;
+mod tutorial;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

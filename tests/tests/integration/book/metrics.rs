@@ -1,14 +1,10 @@
-//! The book stays in step with the code it documents.
+//! The metrics reference lists every family the code registers.
 
 use kubeward::metrics::REFERENCE;
 
 #[test]
 fn the_metrics_reference_in_the_book_lists_every_registered_family_with_its_type_and_labels() {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../book/src/metrics.md"
-    ))
-    .expect("the book has a metrics page");
+    let page = super::page("metrics.md");
     for (name, kind, labels, _) in REFERENCE {
         let row = format!("| `{name}` | {kind} | {labels} |");
         assert!(
