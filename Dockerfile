@@ -16,8 +16,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p kubeward-examples --bin configmap-generator \
-    && cp target/release/configmap-generator /configmap-generator
+    cargo build --release --locked -p kubeward-examples --bin configmap_generator \
+    && cp target/release/configmap_generator /configmap-generator
 
 FROM scratch
 LABEL org.opencontainers.image.title="configmap-generator" \

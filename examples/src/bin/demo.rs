@@ -85,13 +85,14 @@ async fn main() -> anyhow::Result<()> {
 
     show_the_operator_at_work(&cp, metrics_addr).await?;
 
-    if !args.once {
+    if args.once {
+        shutdown.cancel();
+    } else {
+        // The manager turns SIGTERM and SIGINT into its shutdown, so either one ends the demo.
         say(&format!(
             "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
         ))?;
-        tokio::signal::ctrl_c().await?;
     }
-    shutdown.cancel();
     operator.await??;
     say("stopped cleanly")?;
     Ok(())

@@ -125,7 +125,7 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         "reconcile",
         controller = shared.ctx.name(),
         namespace = key.namespace().unwrap_or_default(),
-        name = key.name(),
+        object = key.name(),
     );
     shared.metrics.started();
     let started = tokio::time::Instant::now();
