@@ -15,6 +15,7 @@ mod reconciler;
 mod restarts;
 mod shutdown;
 mod summary;
+mod undecodable;
 mod witness;
 mod writer;
 
@@ -64,26 +65,30 @@ impl Profile {
     }
 }
 
-/// Runs `family`, adds its rows; on failure prints the table so far and names the family.
-async fn run<F>(
-    summary: &mut Summary,
-    profile: &Profile,
-    family: &str,
-    rows: F,
-) -> anyhow::Result<()>
-where
-    F: Future<Output = anyhow::Result<Vec<Row>>>,
-{
-    match rows.await {
-        Ok(rows) => {
-            for row in rows {
-                summary.add(row);
+/// The profile and the rows of one run of the suite.
+#[derive(Debug)]
+struct Suite {
+    profile: Profile,
+    summary: Summary,
+}
+
+impl Suite {
+    /// Runs `family`, adds its rows; on failure prints the table so far and names the family.
+    async fn run<F>(&mut self, family: &str, rows: F) -> anyhow::Result<()>
+    where
+        F: Future<Output = anyhow::Result<Vec<Row>>>,
+    {
+        match rows.await {
+            Ok(rows) => {
+                for row in rows {
+                    self.summary.add(row);
+                }
+                Ok(())
             }
-            Ok(())
-        }
-        Err(e) => {
-            eprintln!("{}", summary.table(profile.name));
-            Err(e).with_context(|| format!("fault family {family}"))
+            Err(e) => {
+                eprintln!("{}", self.summary.table(self.profile.name));
+                Err(e).with_context(|| format!("fault family {family}"))
+            }
         }
     }
 }
@@ -92,55 +97,31 @@ where
 async fn every_fault_loses_no_update_and_the_summary_table_is_printed() -> anyhow::Result<()> {
     let profile = Profile::from_env();
     let mut cp = ControlPlane::start().await?;
-    let mut summary = Summary::default();
-    run(
-        &mut summary,
-        &profile,
-        "bad input",
-        input::unusual_objects(&cp),
-    )
-    .await?;
-    run(
-        &mut summary,
-        &profile,
-        "reconciler faults",
-        reconciler::faults(&cp),
-    )
-    .await?;
-    run(
-        &mut summary,
-        &profile,
-        "stalled connection",
-        network::stalled_connection(&cp),
-    )
-    .await?;
-    run(
-        &mut summary,
-        &profile,
-        "compaction",
-        network::compacted_history(&cp),
-    )
-    .await?;
-    run(&mut summary, &profile, "leader faults", leader::faults(&cp)).await?;
+    let mut suite = Suite {
+        profile,
+        summary: Summary::default(),
+    };
+    suite.run("bad input", input::unusual_objects(&cp)).await?;
+    suite
+        .run("undecodable", undecodable::custom_resources(&cp))
+        .await?;
+    suite.run("reconciler", reconciler::faults(&cp)).await?;
+    suite.run("stall", network::stalled_connection(&cp)).await?;
+    suite
+        .run("compaction", network::compacted_history(&cp))
+        .await?;
+    suite.run("leader", leader::faults(&cp)).await?;
     let restarts = restarts::apiserver_killed_and_restarted(&mut cp, profile.restarts);
-    run(&mut summary, &profile, "apiserver restarts", restarts).await?;
-    run(
-        &mut summary,
-        &profile,
-        "shutdown",
-        shutdown::with_reconciles_in_flight(&cp),
-    )
-    .await?;
-    run(
-        &mut summary,
-        &profile,
-        "load",
-        load::sustained(&cp, profile.load),
-    )
-    .await?;
+    suite.run("apiserver restarts", restarts).await?;
+    suite
+        .run("shutdown", shutdown::with_reconciles_in_flight(&cp))
+        .await?;
+    suite
+        .run("load", load::sustained(&cp, profile.load))
+        .await?;
     #[allow(clippy::print_stdout)] // the table is what this test reports
     {
-        println!("{}", summary.table(profile.name));
+        println!("{}", suite.summary.table(profile.name));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -221,9 +222,31 @@ pub(super) async fn check<K>(
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
+    let listed = || async {
+        Ok(versions(
+            server.list(&ListParams::default()).await?.items.iter(),
+        ))
+    };
+    check_against(fault, listed, cache, witness, operator).await
+}
+
+/// As [`check`], with the server's state (name → resourceVersion of each object expected in
+/// the cache) from `server`.
+pub(super) async fn check_against<K, F, Fut>(
+    fault: &str,
+    mut server: F,
+    cache: &Store<K>,
+    witness: &Witness,
+    operator: &Operator,
+) -> anyhow::Result<Checked>
+where
+    K: Resource + Clone,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<BTreeMap<String, String>>>,
+{
     let deadline = Instant::now() + CONVERGE;
     let (objects, lost, stale) = loop {
-        let on_server = versions(server.list(&ListParams::default()).await?.items.iter());
+        let on_server = server().await?;
         let cached = versions(cache.list().iter().map(AsRef::as_ref));
         let reconciled = witness.reconciled();
         let lost = on_server
