@@ -4,8 +4,8 @@
 //! reconciled at its last change, that no key was reconciled twice at once, and that the
 //! operator still runs and answers `/readyz`. One test runs the faults one after another on a
 //! private control plane, so the faults do not disturb each other or other tests, and the table
-//! it prints (`-- --nocapture`) covers one run. `KUBEWARD_RELIABILITY=full` selects the full
-//! profile (see `Profile`).
+//! it prints (`-- --nocapture`; also written to `target/tmp/reliability-summary-PROFILE.md`)
+//! covers one run. `KUBEWARD_RELIABILITY=full` selects the full profile (see `Profile`).
 
 mod input;
 mod leader;
@@ -51,7 +51,7 @@ impl Profile {
             }
         } else {
             Self {
-                name: "CI",
+                name: "ci",
                 restarts: 3,
                 load: load::Load {
                     objects: 1_000,
@@ -119,9 +119,17 @@ async fn every_fault_loses_no_update_and_the_summary_table_is_printed() -> anyho
     suite
         .run("load", load::sustained(&cp, profile.load))
         .await?;
+    let table = suite.summary.table(profile.name);
     #[allow(clippy::print_stdout)] // the table is what this test reports
     {
-        println!("{}", suite.summary.table(profile.name));
+        println!("{table}");
     }
+    // Also kept as a file, since a passing test's output is hidden unless run with --nocapture.
+    let kept = format!(
+        "{}/reliability-summary-{}.md",
+        env!("CARGO_TARGET_TMPDIR"),
+        profile.name
+    );
+    std::fs::write(&kept, table).with_context(|| format!("writing {kept}"))?;
     Ok(())
 }
