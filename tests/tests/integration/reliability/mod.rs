@@ -14,6 +14,7 @@ mod network;
 mod reconciler;
 mod restarts;
 mod shutdown;
+mod startup;
 mod summary;
 mod undecodable;
 mod witness;
@@ -101,6 +102,9 @@ async fn every_fault_loses_no_update_and_the_summary_table_is_printed() -> anyho
         profile,
         summary: Summary::default(),
     };
+    suite
+        .run("start-up", startup::apiserver_unreachable(&cp))
+        .await?;
     suite.run("bad input", input::unusual_objects(&cp)).await?;
     suite
         .run("undecodable", undecodable::custom_resources(&cp))
