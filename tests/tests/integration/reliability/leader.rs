@@ -250,3 +250,28 @@ async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
         .and_then(|spec| spec.holder_identity)
         .filter(|holder| !holder.is_empty()))
 }
+
+/// Regression: `Manager::run` spawned its leader elector as a detached task, so dropping the
+/// `run()` future (a `select!` that picked another branch, a timeout, an aborted task) stopped
+/// the controllers but left the elector renewing the Lease: no replica worked until the process
+/// exited. Dropping `run()` must end the election like a killed process: the Lease expires and a
+/// standby takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_run_future_stops_renewing_the_lease_so_a_standby_takes_over()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("rel-dropped").await?;
+    let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
+    let (witness, leaders) = (Witness::default(), Arc::new(Leaders::default()));
+    let dropped = replica(cp, &ns, "dropped", &witness, &leaders).await?;
+    anyhow::ensure!(new_leader(&leaders, None).await? == "dropped");
+    dropped.operator.kill(); // its connections stay open: only the future is gone
+    let standby = replica(cp, &ns, "standby", &witness, &leaders).await?;
+    let next = new_leader(&leaders, Some("dropped")).await?;
+    anyhow::ensure!(next == "standby", "{next} leads");
+    anyhow::ensure!(
+        lease_holder(&leases).await? == Some(next),
+        "the Lease names the standby"
+    );
+    standby.operator.stop().await
+}
