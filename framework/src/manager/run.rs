@@ -8,17 +8,21 @@ use futures::FutureExt as _;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
 use super::{BindAddress, Error, Manager, Result, cancel_on_signal};
 use crate::leader::{LeaderElector, Leadership};
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
+///
+/// The task is aborted if `run()` is dropped before it returns, as a killed process would stop:
+/// a detached elector would go on renewing the Lease with no controller running.
 struct Election {
     lease: String,
     leadership: Leadership,
     release: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    task: AbortOnDropHandle<()>,
 }
 
 /// Waits until `leadership` leads; never, without leader election.
@@ -54,6 +58,12 @@ impl Manager {
     /// then marks `/readyz` unready, asks the runnables to stop, and waits up to the graceful
     /// shutdown timeout for their in-flight work.
     ///
+    /// # Cancel safety
+    /// Dropping the future instead stops without a graceful shutdown, as a killed process
+    /// would: runnables, endpoints and the leader elector are aborted and the Lease is not
+    /// released (it expires after its lease duration). Informers started by the shared factory
+    /// keep running until [`Factory::shutdown`](crate::informer::Factory::shutdown).
+    ///
     /// # Errors
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
     /// then shut down first), or work still running when the shutdown timeout ran out.
@@ -61,7 +71,7 @@ impl Manager {
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;
-        let signals = tokio::spawn(cancel_on_signal(self.shutdown.clone()));
+        let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
         if let Err(e) = self.factory.start() {
             tracing::debug!(error = %e, "informers were already started");
@@ -129,7 +139,7 @@ impl Manager {
         }
         stop_servers.cancel();
         while servers.join_next().await.is_some() {}
-        signals.abort();
+        drop(signals);
         tracing::info!("manager stopped");
         outcome
     }
@@ -223,7 +233,8 @@ impl Manager {
         );
         tracing::info!(identity = elector.identity(), lease = %settings.lease, %namespace, "leader election on");
         let release = CancellationToken::new();
-        let task = tokio::spawn(elector.run(release.clone().cancelled_owned()));
+        let task =
+            AbortOnDropHandle::new(tokio::spawn(elector.run(release.clone().cancelled_owned())));
         Ok(Some(Election {
             lease: settings.lease.clone(),
             leadership,

@@ -261,7 +261,7 @@ async fn a_stalled_watch_is_restarted_and_the_cache_catches_up() -> anyhow::Resu
 }
 
 /// The current etcd revision, from `etcdctl endpoint status`.
-async fn etcd_revision(cp: &ControlPlane) -> anyhow::Result<u64> {
+pub(crate) async fn etcd_revision(cp: &ControlPlane) -> anyhow::Result<u64> {
     let out = etcdctl(cp, &["endpoint", "status", "-w", "json"]).await?;
     let status: serde_json::Value = serde_json::from_str(&out)?;
     status[0]["Status"]["header"]["revision"]
@@ -269,7 +269,7 @@ async fn etcd_revision(cp: &ControlPlane) -> anyhow::Result<u64> {
         .ok_or_else(|| anyhow::anyhow!("no revision in {out}"))
 }
 
-async fn etcdctl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) async fn etcdctl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
     let out = tokio::process::Command::new("etcdctl")
         .arg(format!("--endpoints={}", cp.etcd_url()))
         .args(args)
