@@ -281,9 +281,23 @@ async fn the_dockerfile_builds_the_operator_into_a_minimal_image_run_by_the_char
     );
     assert!(!user.starts_with("0:"), "the image must not run as root");
 
+    // The binary it builds and copies must be one the examples crate has (cargo names a binary
+    // after its file, underscores included).
+    let bin = dockerfile
+        .split("-p kubeward-examples --bin ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or_else(|| anyhow::anyhow!("the builder stage must build the operator"))?;
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/src/bin")
+        .join(format!("{bin}.rs"));
     assert!(
-        dockerfile.contains("-p kubeward-examples --bin configmap-generator"),
-        "the builder stage must build the operator"
+        source.exists(),
+        "the Dockerfile builds --bin {bin}, which has no {source:?}"
+    );
+    assert!(
+        dockerfile.contains(&format!("target/release/{bin} /configmap-generator")),
+        "the image must copy the binary it built"
     );
     assert!(
         final_stage.contains(&r#"ENTRYPOINT ["/configmap-generator"]"#),

@@ -102,7 +102,7 @@ async fn three_candidates_never_lead_at_once_and_their_fenced_writes_never_inter
 }
 
 /// Checks that every write in the fence's log began inside a term of its writer, that the log
-/// follows the terms in order (no interleaving), and that five leaders wrote.
+/// follows the terms in order (no interleaving), and that at least five leaders wrote.
 async fn assert_fenced_writes_follow_terms(
     configmaps: &Api<ConfigMap>,
     terms: &Terms,
@@ -145,11 +145,13 @@ async fn assert_fenced_writes_follow_terms(
         }
         previous_term = Some(term.started_at);
     }
+    // Five terms are forced (four handovers, then a last leader); a sixth writer is possible and
+    // safe: while the survivors are released one by one, a standby may take over and write
+    // within its own (checked) term before its turn to be released comes.
     let writers: std::collections::HashSet<&str> = log.iter().copied().collect();
-    assert_eq!(
-        writers.len(),
-        5,
-        "five leaders wrote through the fence: {writers:?}"
+    assert!(
+        writers.len() >= 5,
+        "at least five leaders wrote through the fence: {writers:?}"
     );
     Ok(())
 }
