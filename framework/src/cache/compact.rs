@@ -339,7 +339,13 @@ mod tests {
         let read = store
             .get(&key("a"))
             .ok_or_else(|| anyhow::anyhow!("a is cached"))?;
-        assert_eq!(read.metadata.labels.as_ref().map(|l| l.len()), Some(1));
+        assert_eq!(
+            read.metadata
+                .labels
+                .as_ref()
+                .map(std::collections::BTreeMap::len),
+            Some(1)
+        );
         assert_eq!(
             read.data
                 .as_ref()

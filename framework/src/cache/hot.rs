@@ -66,6 +66,7 @@ impl<K> Hot<K> {
     }
 
     /// How many objects are hot.
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.young.len() + self.old.len()
     }

@@ -31,11 +31,11 @@ impl Encoded {
     /// Packs `json` with `resource_version`; a version longer than 255 bytes (never seen: they
     /// are decimal numbers) is left out, so the object then always counts as changed.
     pub(super) fn new(resource_version: Option<&str>, json: &[u8]) -> Self {
-        let version = resource_version
-            .filter(|rv| rv.len() <= usize::from(u8::MAX))
-            .unwrap_or("");
+        let (len, version) = resource_version
+            .and_then(|rv| Some((u8::try_from(rv.len()).ok()?, rv)))
+            .unwrap_or((0, ""));
         let mut bytes = Vec::with_capacity(1 + version.len() + json.len());
-        bytes.push(u8::try_from(version.len()).unwrap_or(0));
+        bytes.push(len);
         bytes.extend_from_slice(version.as_bytes());
         bytes.extend_from_slice(json);
         Self(bytes.into_boxed_slice())

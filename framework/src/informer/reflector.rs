@@ -117,7 +117,8 @@ where
             let page = page.await.map_err(|_| stalled_list())??;
             for item in page.items {
                 if let Some(obj) = self.decode(&item) {
-                    self.informer.relist_apply(&mut relist, obj);
+                    let json = self.encode(item);
+                    self.informer.relist_apply(&mut relist, obj, json);
                 }
             }
             if let Some(token) = page.metadata.continue_.filter(|token| !token.is_empty()) {
@@ -185,7 +186,8 @@ where
                 WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
                     version = raw_resource_version(&raw).unwrap_or(version);
                     if let Some(obj) = self.decode(&raw) {
-                        self.informer.apply(obj);
+                        let json = self.encode(raw);
+                        self.informer.apply(obj, json);
                     }
                 }
                 WatchEvent::Deleted(raw) => {
@@ -239,6 +241,29 @@ where
     }
 }
 
+impl<K> Reflector<K>
+where
+    K: Resource + Send + Sync + 'static,
+{
+    /// The JSON a compact store keeps of `raw` (its decoded object is cached already); `None`
+    /// for a default store.
+    fn encode(&self, raw: Value) -> Option<Vec<u8>> {
+        let config = self.informer.config();
+        config.compact_hot?;
+        encode_raw(raw, config.strip_managed_fields)
+    }
+}
+
+/// Compact JSON of a raw object, without `metadata.managedFields` if they are stripped.
+fn encode_raw(mut raw: Value, strip_managed_fields: bool) -> Option<Vec<u8>> {
+    if strip_managed_fields
+        && let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("managedFields");
+    }
+    serde_json::to_vec(&raw).ok()
+}
+
 /// A list page that did not arrive within the idle timeout, as the client's own error type.
 fn stalled_list() -> kube::Error {
     kube::Error::ReadEvents(std::io::Error::new(
@@ -265,4 +290,34 @@ async fn wait(delays: &mut (impl Iterator<Item = std::time::Duration> + Send)) {
         .next()
         .unwrap_or_else(|| std::time::Duration::from_secs(30));
     tokio::time::sleep(delay).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw() -> Value {
+        json!({
+            "metadata": {
+                "name": "a",
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]
+            },
+            "data": {"k": "v"}
+        })
+    }
+
+    #[test]
+    fn the_json_a_compact_store_keeps_leaves_out_managed_fields_only_when_they_are_stripped()
+    -> anyhow::Result<()> {
+        let stripped: Value = serde_json::from_slice(&encode_raw(raw(), true).unwrap_or_default())?;
+        assert_eq!(
+            stripped,
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+        let kept: Value = serde_json::from_slice(&encode_raw(raw(), false).unwrap_or_default())?;
+        assert_eq!(kept, raw());
+        Ok(())
+    }
 }
