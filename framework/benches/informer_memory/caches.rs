@@ -1,0 +1,172 @@
+//! The caches under test, each fed a complete list the way its own informer feeds it.
+
+use std::fmt::Debug;
+use std::hint::black_box;
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::core::ObjectList;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::Event;
+use kubeward::cache::{self, ObjectKey};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::fixtures::{Fixture, OBJECTS, PAGE};
+
+/// A kind both caches can hold.
+pub(crate) trait Kind:
+    Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static
+{
+}
+
+impl<K> Kind for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// A cache that takes complete lists and answers reads by namespace and name.
+pub(crate) trait Cache {
+    /// Applies one complete list of `fixture`'s objects at resourceVersion `generation`.
+    fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()>;
+    /// How many objects are cached.
+    fn len(&self) -> usize;
+    /// Reads every object once through `get` (a compact store then holds its hot set).
+    fn read_all(&self) -> anyhow::Result<()> {
+        self.time_gets(usize::MAX, 1).map(drop)
+    }
+    /// Nanoseconds per `get` of the first `keys` cached objects, each read `rounds` times.
+    fn time_gets(&self, keys: usize, rounds: usize) -> anyhow::Result<f64>;
+}
+
+/// Times `rounds` passes of `get` over `keys`, failing if any is missing.
+fn time<Q>(keys: &[Q], rounds: usize, get: impl Fn(&Q) -> bool) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    for _ in 0..rounds {
+        for key in keys {
+            anyhow::ensure!(
+                black_box(get(black_box(key))),
+                "a cached object was not found"
+            );
+        }
+    }
+    let gets = (keys.len() * rounds).max(1);
+    Ok(start.elapsed().as_nanos() as f64 / gets as f64)
+}
+
+/// kube-runtime's reflector store, fed the events its watcher sends on a (re)list: `Init`,
+/// an `InitApply` per object of each page (decoded as one `ObjectList`, as `Api::list` does),
+/// then `InitDone`, which swaps the buffered objects in.
+pub(crate) struct KubeRuntime<K: Kind> {
+    reader: reflector::Store<K>,
+    writer: reflector::store::Writer<K>,
+}
+
+impl<K: Kind> KubeRuntime<K> {
+    pub(crate) fn new() -> Self {
+        let (reader, writer) = reflector::store::<K>();
+        Self { reader, writer }
+    }
+}
+
+impl<K: Kind> Cache for KubeRuntime<K> {
+    fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()> {
+        self.writer.apply_watcher_event(&Event::Init);
+        for page in 0..OBJECTS / PAGE {
+            let list: ObjectList<K> = serde_json::from_str(&fixture.page(page, generation))?;
+            for obj in list.items {
+                self.writer.apply_watcher_event(&Event::InitApply(obj));
+            }
+        }
+        self.writer.apply_watcher_event(&Event::InitDone);
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.reader.len()
+    }
+
+    fn time_gets(&self, keys: usize, rounds: usize) -> anyhow::Result<f64> {
+        let keys: Vec<ObjectRef<K>> = self
+            .reader
+            .state()
+            .iter()
+            .take(keys)
+            .map(|obj| ObjectRef::from_obj(obj.as_ref()))
+            .collect();
+        time(&keys, rounds, |key| self.reader.get(key).is_some())
+    }
+}
+
+/// One list response with undecoded items, as kubeward's reflector reads it.
+#[derive(Deserialize)]
+struct RawList {
+    items: Vec<Value>,
+}
+
+/// A kubeward store fed the way its reflector feeds it: each page parsed into untyped values,
+/// each value decoded on its own (managedFields stripped unless `keep_managed_fields`) and
+/// applied in place; what vanished is removed at the end.
+pub(crate) struct Kubeward<K> {
+    store: cache::Store<K>,
+    writer: cache::Writer<K>,
+    strip: bool,
+}
+
+impl<K: Kind> Kubeward<K> {
+    /// The default store.
+    pub(crate) fn new(strip: bool) -> Self {
+        let (store, writer) = cache::store();
+        Self {
+            store,
+            writer,
+            strip,
+        }
+    }
+
+    /// A compact store keeping the `hot` most recently read objects decoded.
+    pub(crate) fn compact(strip: bool, hot: usize) -> Self {
+        let (store, writer) = cache::compact_store(hot);
+        Self {
+            store,
+            writer,
+            strip,
+        }
+    }
+}
+
+impl<K: Kind> Cache for Kubeward<K> {
+    fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()> {
+        let mut relist = self.writer.relist();
+        for page in 0..OBJECTS / PAGE {
+            let list: RawList = serde_json::from_str(&fixture.page(page, generation))?;
+            for item in list.items {
+                let mut obj = K::deserialize(&item)?;
+                if self.strip {
+                    obj.meta_mut().managed_fields = None;
+                }
+                let _ = relist.apply(Arc::new(obj));
+            }
+        }
+        let _ = relist.finish();
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    fn time_gets(&self, keys: usize, rounds: usize) -> anyhow::Result<f64> {
+        let keys: Vec<ObjectKey> = self.store.keys().into_iter().take(keys).collect();
+        time(&keys, rounds, |key| self.store.get(key).is_some())
+    }
+}
