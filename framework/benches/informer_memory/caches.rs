@@ -82,7 +82,7 @@ impl<K: Kind> Cache for KubeRuntime<K> {
     fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()> {
         self.writer.apply_watcher_event(&Event::Init);
         for page in 0..OBJECTS / PAGE {
-            let list: ObjectList<K> = serde_json::from_str(&fixture.page(page, generation))?;
+            let list: ObjectList<K> = serde_json::from_str(&fixture.page(page, PAGE, generation))?;
             for obj in list.items {
                 self.writer.apply_watcher_event(&Event::InitApply(obj));
             }
@@ -109,8 +109,8 @@ impl<K: Kind> Cache for KubeRuntime<K> {
 
 /// One list response with undecoded items, as kubeward's reflector reads it.
 #[derive(Deserialize)]
-struct RawList {
-    items: Vec<Value>,
+pub(crate) struct RawList {
+    pub(crate) items: Vec<Value>,
 }
 
 /// A kubeward store fed the way its reflector feeds it: each page parsed into untyped values,
@@ -120,6 +120,7 @@ pub(crate) struct Kubeward<K> {
     store: cache::Store<K>,
     writer: cache::Writer<K>,
     strip: bool,
+    page: usize,
 }
 
 impl<K: Kind> Kubeward<K> {
@@ -130,7 +131,14 @@ impl<K: Kind> Kubeward<K> {
             store,
             writer,
             strip,
+            page: PAGE,
         }
+    }
+
+    /// Lists in pages of `page` objects instead of the default 500 (`Config::page_size`).
+    pub(crate) fn pages_of(mut self, page: usize) -> Self {
+        self.page = page;
+        self
     }
 
     /// A compact store keeping the `hot` most recently read objects decoded.
@@ -140,6 +148,7 @@ impl<K: Kind> Kubeward<K> {
             store,
             writer,
             strip,
+            page: PAGE,
         }
     }
 }
@@ -147,8 +156,9 @@ impl<K: Kind> Kubeward<K> {
 impl<K: Kind> Cache for Kubeward<K> {
     fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()> {
         let mut relist = self.writer.relist();
-        for page in 0..OBJECTS / PAGE {
-            let list: RawList = serde_json::from_str(&fixture.page(page, generation))?;
+        for page in 0..OBJECTS / self.page {
+            let text = fixture.page(page, self.page, generation);
+            let list: RawList = serde_json::from_str(&text)?;
             for item in list.items {
                 let mut obj = K::deserialize(&item)?;
                 if self.strip {

@@ -81,14 +81,15 @@ impl Fixture {
         self.object(0, 1).len()
     }
 
-    /// The JSON text of list page `page`, every object at resourceVersion `generation`.
-    pub(crate) fn page(&self, page: usize, generation: u64) -> String {
-        let mut text = String::with_capacity(PAGE * (self.template.len() + 16) + 64);
+    /// The JSON text of list page `page` of `size` objects, each at resourceVersion
+    /// `generation`.
+    pub(crate) fn page(&self, page: usize, size: usize, generation: u64) -> String {
+        let mut text = String::with_capacity(size * (self.template.len() + 16) + 64);
         text.push_str(r#"{"kind":""#);
         text.push_str(self.list_kind);
         text.push_str(r#"","apiVersion":"v1","metadata":{},"items":["#);
-        for i in page * PAGE..(page + 1) * PAGE {
-            if i > page * PAGE {
+        for i in page * size..(page + 1) * size {
+            if i > page * size {
                 text.push(',');
             }
             text.push_str(&self.object(i, generation));

@@ -91,18 +91,26 @@ fn memory<K: Kind>(fixture: &Fixture) -> anyhow::Result<Vec<Row>> {
             fixture,
             || Kubeward::<K>::compact(false, HOT),
         )?,
+        measure(
+            "kubeward compact, pages of 100, hot set full",
+            fixture,
+            || Kubeward::<K>::compact(true, HOT).pages_of(100),
+        )?,
     ])
 }
 
 /// Nanoseconds per `get`: kube-runtime, kubeward's default store, a compact store's hot
 /// objects, and its cold ones (each read decodes).
-fn reads<K: Kind>(fixture: &Fixture) -> anyhow::Result<[(&'static str, f64); 4]> {
+fn reads<K: Kind>(fixture: &Fixture) -> anyhow::Result<[(&'static str, f64); 5]> {
     let filled = |mut cache: Box<dyn Cache>| -> anyhow::Result<Box<dyn Cache>> {
         cache.relist(fixture, 1)?;
         Ok(cache)
     };
     let kube_runtime = filled(Box::new(KubeRuntime::<K>::new()))?.time_gets(OBJECTS, 20)?;
-    let default = filled(Box::new(Kubeward::<K>::new(true)))?.time_gets(OBJECTS, 20)?;
+    let kubeward = filled(Box::new(Kubeward::<K>::new(true)))?;
+    let default = kubeward.time_gets(OBJECTS, 20)?;
+    let few = kubeward.time_gets(HOT / 2, OBJECTS * 20 / (HOT / 2))?;
+    drop(kubeward);
     let compact = filled(Box::new(Kubeward::<K>::compact(true, HOT)))?;
     compact.time_gets(HOT / 2, 1)?;
     let hot = compact.time_gets(HOT / 2, OBJECTS * 20 / (HOT / 2))?;
@@ -111,9 +119,28 @@ fn reads<K: Kind>(fixture: &Fixture) -> anyhow::Result<[(&'static str, f64); 4]>
     Ok([
         ("kube-runtime reflector store", kube_runtime),
         ("kubeward", default),
-        ("kubeward compact, hot object", hot),
+        ("kubeward, the same 128 objects again and again", few),
+        ("kubeward compact, hot object (the same 128)", hot),
         ("kubeward compact, cold object (decode)", cold),
     ])
+}
+
+/// Where a relist's transient memory goes: one page of 500 as text, parsed into untyped values
+/// (what kubeward's reflector holds while it decodes the page item by item), and decoded.
+fn page_profile<K: Kind>(fixture: &Fixture) -> anyhow::Result<(usize, usize, usize)> {
+    let text = fixture.page(0, PAGE, 1);
+    let before = HEAP.current_usage();
+    let values: caches::RawList = serde_json::from_str(&text)?;
+    let parsed = HEAP.current_usage().saturating_sub(before);
+    let before = HEAP.current_usage();
+    let decoded: Vec<K> = values
+        .items
+        .iter()
+        .map(K::deserialize)
+        .collect::<Result<_, _>>()?;
+    let objects = HEAP.current_usage().saturating_sub(before);
+    drop((values, decoded));
+    Ok((text.len(), parsed, objects))
 }
 
 fn kb(bytes: usize) -> String {
@@ -162,6 +189,24 @@ fn main() -> anyhow::Result<()> {
     print_memory(&pods, &pod_rows);
     let map_rows = memory::<ConfigMap>(&config_maps)?;
     print_memory(&config_maps, &map_rows);
+
+    println!("### Where a relist's transient memory goes: one page of {PAGE}\n");
+    println!("| kind | page text | parsed into untyped values | decoded objects |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (fixture, (text, parsed, decoded)) in [
+        (&pods, page_profile::<Pod>(&pods)?),
+        (&config_maps, page_profile::<ConfigMap>(&config_maps)?),
+    ] {
+        let mb = |bytes: usize| format!("{:.1} MB", bytes as f64 / 1e6);
+        println!(
+            "| {} | {} | {} | {} |",
+            fixture.plural,
+            mb(text),
+            mb(parsed),
+            mb(decoded)
+        );
+    }
+    println!();
 
     let pod_reads = reads::<Pod>(&pods)?;
     let map_reads = reads::<ConfigMap>(&config_maps)?;

@@ -8,7 +8,8 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 ///
 /// The defaults list in pages of 500, watch with bookmarks for at most 290 s per request (the
 /// server closes the watch then), restart a watch that sends nothing for 320 s, strip
-/// `managedFields`, never resync, and retry failures after 0.8 s growing to 30 s, with jitter.
+/// `managedFields`, keep cached objects decoded (see [`Config::compact`]), never resync, and
+/// retry failures after 0.8 s growing to 30 s, with jitter.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) page_size: u32,
