@@ -11,7 +11,7 @@ use kube::runtime::watcher::Event;
 use kubeward::cache::{self, ObjectKey};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use crate::fixtures::{Fixture, OBJECTS, PAGE};
@@ -107,14 +107,14 @@ impl<K: Kind> Cache for KubeRuntime<K> {
     }
 }
 
-/// One list response with undecoded items, as kubeward's reflector reads it.
+/// One list response with each item kept as its JSON text, as kubeward's reflector reads it.
 #[derive(Deserialize)]
 pub(crate) struct RawList {
-    pub(crate) items: Vec<Value>,
+    pub(crate) items: Vec<Box<RawValue>>,
 }
 
-/// A kubeward store fed the way its reflector feeds it: each page parsed into untyped values,
-/// each value decoded on its own (managedFields stripped unless `keep_managed_fields`) and
+/// A kubeward store fed the way its reflector feeds it: each page split into its items' JSON
+/// texts, each item decoded on its own (managedFields stripped unless `keep_managed_fields`) and
 /// applied in place; what vanished is removed at the end.
 pub(crate) struct Kubeward<K> {
     store: cache::Store<K>,
@@ -160,7 +160,7 @@ impl<K: Kind> Cache for Kubeward<K> {
             let text = fixture.page(page, self.page, generation);
             let list: RawList = serde_json::from_str(&text)?;
             for item in list.items {
-                let mut obj = K::deserialize(&item)?;
+                let mut obj: K = serde_json::from_str(item.get())?;
                 if self.strip {
                     obj.meta_mut().managed_fields = None;
                 }

@@ -11,6 +11,7 @@ use kube::{Api, Client, Resource};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::Stats;
 use super::shared_informer::{Inner, Transform};
@@ -23,13 +24,14 @@ pub(crate) struct Reflector<K> {
     transforms: Vec<Transform<K>>,
 }
 
-/// One list response, with items left undecoded so that each decodes on its own.
+/// One list response, with each item kept as its JSON text so that each decodes on its own
+/// (text is a tenth of the memory of untyped values: a relist's peak stays low).
 #[derive(Deserialize)]
 struct RawList {
     #[serde(default)]
     metadata: ListMeta,
     #[serde(default)]
-    items: Vec<Value>,
+    items: Vec<Box<RawValue>>,
 }
 
 /// Why a watch ended.
@@ -116,8 +118,8 @@ where
                 tokio::time::timeout(config.idle_timeout, self.client.request::<RawList>(request));
             let page = page.await.map_err(|_| stalled_list())??;
             for item in page.items {
-                if let Some(obj) = self.decode(&item) {
-                    let json = self.encode(item);
+                if let Some(obj) = self.decode_text(item.get()) {
+                    let json = self.encode_text(item.get());
                     self.informer.relist_apply(&mut relist, obj, json);
                 }
             }
@@ -208,36 +210,55 @@ where
         }
     }
 
-    /// Decodes one object on its own; one that does not fit `K` is skipped, logged and counted.
-    fn decode(&self, raw: &Value) -> Option<Arc<K>> {
-        match K::deserialize(raw) {
-            Ok(mut obj) => {
-                if self.informer.config().strip_managed_fields {
-                    obj.meta_mut().managed_fields = None;
-                }
-                for transform in &self.transforms {
-                    transform(&mut obj);
-                }
-                Some(Arc::new(obj))
-            }
+    /// Decodes one listed object from its JSON text, as [`Self::decode`] does.
+    fn decode_text(&self, text: &str) -> Option<Arc<K>> {
+        match serde_json::from_str::<K>(text) {
+            Ok(obj) => Some(self.prepare(obj)),
             Err(err) => {
-                Stats::count(&self.informer.stats().decode_failures);
-                let meta = raw.get("metadata");
-                let field = |name: &str| {
-                    meta.and_then(|m| m.get(name))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                };
-                tracing::warn!(
-                    url = self.request.url_path,
-                    namespace = field("namespace"),
-                    name = field("name"),
-                    error = %err,
-                    "skipping an object that does not decode"
-                );
+                self.skip(&serde_json::from_str(text).unwrap_or_default(), &err);
                 None
             }
         }
+    }
+
+    /// Decodes one object on its own; one that does not fit `K` is skipped, logged and counted.
+    fn decode(&self, raw: &Value) -> Option<Arc<K>> {
+        match K::deserialize(raw) {
+            Ok(obj) => Some(self.prepare(obj)),
+            Err(err) => {
+                self.skip(raw, &err);
+                None
+            }
+        }
+    }
+
+    /// Strips `managedFields` (if configured) and applies the transforms.
+    fn prepare(&self, mut obj: K) -> Arc<K> {
+        if self.informer.config().strip_managed_fields {
+            obj.meta_mut().managed_fields = None;
+        }
+        for transform in &self.transforms {
+            transform(&mut obj);
+        }
+        Arc::new(obj)
+    }
+
+    /// Counts and logs an object that does not decode.
+    fn skip(&self, raw: &Value, err: &serde_json::Error) {
+        Stats::count(&self.informer.stats().decode_failures);
+        let meta = raw.get("metadata");
+        let field = |name: &str| {
+            meta.and_then(|m| m.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        tracing::warn!(
+            url = self.request.url_path,
+            namespace = field("namespace"),
+            name = field("name"),
+            error = %err,
+            "skipping an object that does not decode"
+        );
     }
 }
 
@@ -251,6 +272,18 @@ where
         let config = self.informer.config();
         config.compact_hot?;
         encode_raw(raw, config.strip_managed_fields)
+    }
+
+    /// As [`Self::encode`], for a listed object's JSON text: kept as it is unless
+    /// `managedFields` are to be stripped from it.
+    fn encode_text(&self, text: &str) -> Option<Vec<u8>> {
+        let config = self.informer.config();
+        config.compact_hot?;
+        if config.strip_managed_fields {
+            encode_raw(serde_json::from_str(text).ok()?, true)
+        } else {
+            Some(text.as_bytes().to_vec())
+        }
     }
 }
 
