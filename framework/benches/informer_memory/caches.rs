@@ -11,6 +11,7 @@ use kube::runtime::watcher::Event;
 use kubeward::cache::{self, ObjectKey};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
@@ -114,7 +115,7 @@ pub(crate) struct RawList {
 }
 
 /// A kubeward store fed the way its reflector feeds it: each page split into its items' JSON
-/// texts, each item decoded on its own (managedFields stripped unless `keep_managed_fields`) and
+/// texts, each item parsed and decoded on its own (managedFields stripped unless `keep_managed_fields`) and
 /// applied in place; what vanished is removed at the end.
 pub(crate) struct Kubeward<K> {
     store: cache::Store<K>,
@@ -160,7 +161,9 @@ impl<K: Kind> Cache for Kubeward<K> {
             let text = fixture.page(page, self.page, generation);
             let list: RawList = serde_json::from_str(&text)?;
             for item in list.items {
-                let mut obj: K = serde_json::from_str(item.get())?;
+                let value: Value = serde_json::from_str(item.get())?;
+                drop(item);
+                let mut obj = K::deserialize(&value)?;
                 if self.strip {
                     obj.meta_mut().managed_fields = None;
                 }

@@ -129,6 +129,12 @@ fn reads<K: Kind>(fixture: &Fixture) -> anyhow::Result<[(&'static str, f64); 5]>
 /// (how kubeward's reflector held a page until this benchmark showed their cost), split into its
 /// items' JSON texts (how it holds one now), and decoded (how kube-runtime's watcher holds one).
 fn page_profile<K: Kind>(fixture: &Fixture) -> anyhow::Result<[usize; 4]> {
+    #[derive(serde::Deserialize)]
+    struct Values {
+        #[allow(dead_code, reason = "only held, to be measured")]
+        items: Vec<serde_json::Value>,
+    }
+
     let text = fixture.page(0, PAGE, 1);
     let held = |parse: &dyn Fn() -> anyhow::Result<Box<dyn std::any::Any>>| {
         let before = HEAP.current_usage();
@@ -137,11 +143,6 @@ fn page_profile<K: Kind>(fixture: &Fixture) -> anyhow::Result<[usize; 4]> {
         drop(parsed);
         anyhow::Ok(bytes)
     };
-    #[derive(serde::Deserialize)]
-    struct Values {
-        #[allow(dead_code, reason = "only held, to be measured")]
-        items: Vec<serde_json::Value>,
-    }
     let values = held(&|| Ok(Box::new(serde_json::from_str::<Values>(&text)?)))?;
     let raw = held(&|| Ok(Box::new(serde_json::from_str::<caches::RawList>(&text)?)))?;
     let decoded = held(&|| Ok(Box::new(serde_json::from_str::<ObjectList<K>>(&text)?)))?;
