@@ -42,7 +42,8 @@ pub(super) fn with_compact<K: Resource + 'static>(
 }
 
 /// A read-only view of the cache: lookups, listings and index queries hand out `Arc<K>`,
-/// never deep copies. Cheap to clone.
+/// never deep copies (a [compact](super::compact_store) store decodes its cold objects).
+/// Cheap to clone.
 #[doc(alias = "Indexer")]
 #[doc(alias = "Lister")]
 pub struct Store<K> {
