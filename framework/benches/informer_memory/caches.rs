@@ -147,7 +147,9 @@ impl<K: Kind> Kubeward<K> {
         self
     }
 
-    /// A compact store keeping the `hot` most recently read objects decoded.
+    /// A compact store keeping the `hot` most recently read objects decoded. It encodes each
+    /// object itself; an informer's store is handed the JSON it received instead, which holds
+    /// about the same bytes (the same fields, in the server's order).
     pub(crate) fn compact(strip: bool, hot: usize) -> Self {
         let (store, writer) = cache::compact_store(hot);
         Self {
