@@ -7,13 +7,23 @@ use std::sync::Arc;
 use kube::Resource;
 use parking_lot::RwLock;
 
+use super::compact::Compact;
 use super::index::Index;
+use super::slot::Slot;
 use super::{Change, Deleted, Error, IndexFn, NAMESPACE_INDEX, ObjectKey, Result};
 
 /// Creates an empty store: a read-only [`Store`] handle (cheap to clone, hand it to readers)
 /// and the [`Writer`] that fills it. The store starts with the [`NAMESPACE_INDEX`].
+/// [`compact_store`](super::compact_store) makes one that keeps objects serialized.
 #[must_use]
 pub fn store<K: Resource + 'static>() -> (Store<K>, Writer<K>) {
+    with_compact(None)
+}
+
+/// A store that keeps objects decoded (`None`) or compact.
+pub(super) fn with_compact<K: Resource + 'static>(
+    compact: Option<Compact<K>>,
+) -> (Store<K>, Writer<K>) {
     let mut indexes = HashMap::new();
     let by_namespace: IndexFn<K> =
         Arc::new(|obj: &K| obj.meta().namespace.clone().into_iter().collect());
@@ -21,6 +31,7 @@ pub fn store<K: Resource + 'static>() -> (Store<K>, Writer<K>) {
     let inner = Arc::new(RwLock::new(Inner {
         objects: HashMap::new(),
         indexes,
+        compact,
     }));
     (
         Store {
@@ -31,7 +42,8 @@ pub fn store<K: Resource + 'static>() -> (Store<K>, Writer<K>) {
 }
 
 /// A read-only view of the cache: lookups, listings and index queries hand out `Arc<K>`,
-/// never deep copies. Cheap to clone.
+/// never deep copies (a [compact](super::compact_store) store decodes its cold objects).
+/// Cheap to clone.
 #[doc(alias = "Indexer")]
 #[doc(alias = "Lister")]
 pub struct Store<K> {
@@ -52,8 +64,10 @@ pub struct Relist<'a, K> {
 }
 
 struct Inner<K> {
-    objects: HashMap<ObjectKey, Arc<K>>,
+    objects: HashMap<ObjectKey, Slot<K>>,
     indexes: HashMap<String, Index<K>>,
+    /// Set for a compact store.
+    compact: Option<Compact<K>>,
 }
 
 impl<K> Clone for Store<K> {
@@ -66,8 +80,10 @@ impl<K> Clone for Store<K> {
 
 impl<K> fmt::Debug for Store<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner.read();
         f.debug_struct("Store")
-            .field("len", &self.inner.read().objects.len())
+            .field("len", &inner.objects.len())
+            .field("compact", &inner.compact.is_some())
             .finish()
     }
 }
@@ -87,16 +103,23 @@ impl<K> fmt::Debug for Relist<'_, K> {
 }
 
 impl<K> Store<K> {
-    /// The object with this key.
+    /// The object with this key. In a compact store a cold object is decoded and becomes hot.
     #[must_use]
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.read().objects.get(key).cloned()
+        let inner = self.inner.read();
+        let slot = inner.objects.get(key)?;
+        inner.resolve(key, slot, true)
     }
 
     /// Every cached object, in no particular order.
     #[must_use]
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.read().objects.values().cloned().collect()
+        let inner = self.inner.read();
+        inner
+            .objects
+            .iter()
+            .filter_map(|(key, slot)| inner.resolve(key, slot, false))
+            .collect()
     }
 
     /// The keys of every cached object, in no particular order.
@@ -117,6 +140,22 @@ impl<K> Store<K> {
         self.inner.read().objects.is_empty()
     }
 
+    /// Whether objects are kept serialized (see [`compact_store`](super::compact_store)).
+    #[must_use]
+    pub fn is_compact(&self) -> bool {
+        self.inner.read().compact.is_some()
+    }
+
+    /// How many objects a compact store keeps decoded.
+    #[cfg(test)]
+    pub(super) fn hot_len(&self) -> usize {
+        self.inner
+            .read()
+            .compact
+            .as_ref()
+            .map_or(0, Compact::hot_len)
+    }
+
     /// The objects whose index function `index` returns `value`.
     ///
     /// # Errors
@@ -133,7 +172,7 @@ impl<K> Store<K> {
             .get(value)
             .into_iter()
             .flatten()
-            .filter_map(|key| inner.objects.get(key).cloned())
+            .filter_map(|key| inner.resolve(key, inner.objects.get(key)?, false))
             .collect())
     }
 
@@ -191,13 +230,14 @@ impl<K: Resource> Writer<K> {
         F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
     {
         let mut inner = self.inner.write();
-        let inner = &mut *inner;
         if inner.indexes.contains_key(name) {
             return Err(Error::IndexExists(name.to_owned()));
         }
         let mut index = Index::new(Arc::new(function));
-        for (key, obj) in &inner.objects {
-            index.update(key, None, Some(obj));
+        for (key, slot) in &inner.objects {
+            if let Some(obj) = inner.resolve(key, slot, false) {
+                index.update(key, None, Some(&obj));
+            }
         }
         inner.indexes.insert(name.to_owned(), index);
         Ok(())
@@ -206,29 +246,25 @@ impl<K: Resource> Writer<K> {
     /// Stores `obj` (added or replacing the object with its key) and says what changed: nothing
     /// when the cached object has the same resourceVersion (the cached `Arc` is then kept).
     pub fn apply(&self, obj: Arc<K>) -> Option<Change<K>> {
-        let key = ObjectKey::of(obj.as_ref());
-        let mut inner = self.inner.write();
-        let old = inner.objects.get(&key).cloned();
-        if let Some(old) = &old {
-            let (was, now) = (&old.meta().resource_version, &obj.meta().resource_version);
-            if was.is_some() && was == now {
-                return None;
-            }
-        }
-        inner.reindex(&key, old.as_deref(), Some(&obj));
-        inner.objects.insert(key, Arc::clone(&obj));
-        Some(match old {
-            Some(old) => Change::Updated { old, new: obj },
-            None => Change::Added(obj),
-        })
+        self.put(obj, None)
+    }
+
+    /// As [`Self::apply`], with the object's JSON for a compact store to keep (ignored by a
+    /// default store), so that it need not encode the object again.
+    pub(crate) fn apply_with_json(&self, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
+        self.put(obj, json)
     }
 
     /// Removes the object with the key of `last` (its final state); nothing if it was not cached.
     pub fn delete(&self, last: Arc<K>) -> Option<Change<K>> {
         let key = ObjectKey::of(last.as_ref());
         let mut inner = self.inner.write();
-        let old = inner.objects.remove(&key)?;
-        inner.reindex(&key, Some(&old), None);
+        let slot = inner.objects.remove(&key)?;
+        let old = inner.resolve(&key, &slot, false);
+        inner.reindex(&key, old.as_deref(), None);
+        if let Some(compact) = &inner.compact {
+            compact.forget(&key);
+        }
         Some(Change::Deleted(Deleted::Final(last)))
     }
 
@@ -241,13 +277,52 @@ impl<K: Resource> Writer<K> {
             seen: HashSet::new(),
         }
     }
+
+    fn put(&self, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
+        let key = ObjectKey::of(obj.as_ref());
+        let mut inner = self.inner.write();
+        let old = match inner.objects.get(&key) {
+            Some(slot) => {
+                let was = slot.resource_version();
+                if was.is_some() && was == obj.meta().resource_version.as_deref() {
+                    return None;
+                }
+                inner.resolve(&key, slot, false)
+            }
+            None => None,
+        };
+        let slot = match &inner.compact {
+            Some(compact) => {
+                compact.refresh(&key, &obj);
+                compact
+                    .encode(&obj, json)
+                    .map_or_else(|| Slot::Decoded(Arc::clone(&obj)), Slot::Encoded)
+            }
+            None => Slot::Decoded(Arc::clone(&obj)),
+        };
+        inner.reindex(&key, old.as_deref(), Some(&obj));
+        inner.objects.insert(key, slot);
+        Some(match old {
+            Some(old) => Change::Updated { old, new: obj },
+            None => Change::Added(obj),
+        })
+    }
 }
 
 impl<K: Resource> Relist<'_, K> {
     /// Stores one listed object in place, as [`Writer::apply`] does.
     pub fn apply(&mut self, obj: Arc<K>) -> Option<Change<K>> {
+        self.apply_with_json(obj, None)
+    }
+
+    /// As [`Self::apply`], with the object's JSON (see [`Writer::apply_with_json`]).
+    pub(crate) fn apply_with_json(
+        &mut self,
+        obj: Arc<K>,
+        json: Option<Vec<u8>>,
+    ) -> Option<Change<K>> {
         self.seen.insert(ObjectKey::of(obj.as_ref()));
-        self.writer.apply(obj)
+        self.writer.put(obj, json)
     }
 
     /// Removes every cached object the relist did not see; each is a deletion whose final
@@ -263,8 +338,12 @@ impl<K: Resource> Relist<'_, K> {
             .collect();
         gone.into_iter()
             .filter_map(|key| {
-                let old = inner.objects.remove(&key)?;
+                let slot = inner.objects.remove(&key)?;
+                let old = inner.resolve(&key, &slot, false)?;
                 inner.reindex(&key, Some(&old), None);
+                if let Some(compact) = &inner.compact {
+                    compact.forget(&key);
+                }
                 Some(Change::Deleted(Deleted::FinalStateUnknown(old)))
             })
             .collect()
@@ -272,6 +351,15 @@ impl<K: Resource> Relist<'_, K> {
 }
 
 impl<K> Inner<K> {
+    /// The object in `slot`; a compact store decodes it, and makes it hot if `remember`.
+    fn resolve(&self, key: &ObjectKey, slot: &Slot<K>, remember: bool) -> Option<Arc<K>> {
+        match (slot, &self.compact) {
+            (Slot::Decoded(obj), _) => Some(Arc::clone(obj)),
+            (Slot::Encoded(encoded), Some(compact)) => compact.read(key, encoded, remember),
+            (Slot::Encoded(_), None) => None,
+        }
+    }
+
     fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
         for index in self.indexes.values_mut() {
             index.update(key, old, new);

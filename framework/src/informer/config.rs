@@ -8,7 +8,8 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 ///
 /// The defaults list in pages of 500, watch with bookmarks for at most 290 s per request (the
 /// server closes the watch then), restart a watch that sends nothing for 320 s, strip
-/// `managedFields`, never resync, and retry failures after 0.8 s growing to 30 s, with jitter.
+/// `managedFields`, keep cached objects decoded (see [`Config::compact`]), never resync, and
+/// retry failures after 0.8 s growing to 30 s, with jitter.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) page_size: u32,
@@ -18,6 +19,7 @@ pub struct Config {
     pub(crate) idle_timeout: Duration,
     pub(crate) strip_managed_fields: bool,
     pub(crate) metadata_only: bool,
+    pub(crate) compact_hot: Option<usize>,
     pub(crate) resync: Option<Duration>,
     pub(crate) backoff_min: Duration,
     pub(crate) backoff_max: Duration,
@@ -33,6 +35,7 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(320),
             strip_managed_fields: true,
             metadata_only: false,
+            compact_hot: None,
             resync: None,
             backoff_min: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
@@ -92,6 +95,21 @@ impl Config {
     #[must_use]
     pub fn metadata_only(mut self, metadata_only: bool) -> Self {
         self.metadata_only = metadata_only;
+        self
+    }
+
+    /// Keep cached objects as compact JSON and decode them when read, keeping the `hot` most
+    /// recently read ones decoded (see [`cache::compact_store`](crate::cache::compact_store)).
+    ///
+    /// A Pod then costs about its JSON size in memory instead of three to four times that, and
+    /// a read of a cold object costs a decode (tens of microseconds for a Pod; the book's
+    /// performance chapter has the figures). Worth it for large caches that are read a few
+    /// objects at a time; handlers still get decoded objects, and index functions and
+    /// selectors work as before. Transforms run again on every decode, so they must give the
+    /// same result each time.
+    #[must_use]
+    pub fn compact(mut self, hot: usize) -> Self {
+        self.compact_hot = Some(hot);
         self
     }
 

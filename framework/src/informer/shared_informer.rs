@@ -1,7 +1,7 @@
 //! One reflector and one store shared by any number of event handlers.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kube::{Api, Resource};
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::listener::Listener;
 use super::reflector::Reflector;
 use super::{Config, Error, EventHandler, Registration, Result, Stats};
-use crate::cache::{self, Change, Relist, Store, Writer};
+use crate::cache::{self, Change, Decode, Relist, Store, Writer};
 
 /// Changes an object before it is cached (e.g. drops fields nobody reads).
 pub(crate) type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
@@ -41,6 +41,8 @@ pub(crate) struct Inner<K> {
     /// added meanwhile sees every change exactly once.
     listeners: Mutex<Vec<Arc<Listener<K>>>>,
     transforms: Mutex<Vec<Transform<K>>>,
+    /// The transforms as they were at start, for a compact store to apply when it decodes.
+    started_transforms: Arc<OnceLock<Vec<Transform<K>>>>,
     synced: watch::Sender<bool>,
     last_sync_resource_version: Mutex<Option<String>>,
     stats: Arc<Stats>,
@@ -85,7 +87,14 @@ where
     /// An informer without a reflector: changes come only from the crate-private feeding
     /// methods (tests and benchmarks of the fan-out).
     pub(crate) fn with_source(source: Option<Api<K>>, config: Config) -> Self {
-        let (store, writer) = cache::store();
+        let started_transforms = Arc::default();
+        let (store, writer) = match config.compact_hot {
+            Some(hot) => cache::compact_store_with(
+                hot,
+                decoder(Arc::clone(&started_transforms), config.strip_managed_fields),
+            ),
+            None => cache::store(),
+        };
         Self {
             inner: Arc::new(Inner {
                 url: source.as_ref().map(|api| api.resource_url().to_owned()),
@@ -95,6 +104,7 @@ where
                 store,
                 listeners: Mutex::new(Vec::new()),
                 transforms: Mutex::new(Vec::new()),
+                started_transforms,
                 synced: watch::Sender::new(false),
                 last_sync_resource_version: Mutex::new(None),
                 stats: Arc::new(Stats::default()),
@@ -199,6 +209,11 @@ where
             let spawned = self.spawn_listener(listener);
             tasks.handles.extend(spawned);
         }
+        // Set once: a second start returned early above.
+        let _ = self
+            .inner
+            .started_transforms
+            .set(self.inner.transforms.lock().clone());
         if let Some(api) = &self.inner.source {
             let transforms = self.inner.transforms.lock().clone();
             let reflector = Reflector::new(api.clone(), Arc::clone(&self.inner), transforms);
@@ -304,10 +319,11 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         &self.writer
     }
 
-    /// Stores a watched object and tells every handler what changed.
-    pub(crate) fn apply(&self, obj: Arc<K>) {
+    /// Stores a watched object (with its JSON, for a compact store) and tells every handler
+    /// what changed.
+    pub(crate) fn apply(&self, obj: Arc<K>, json: Option<Vec<u8>>) {
         let listeners = self.listeners.lock();
-        if let Some(change) = self.writer.apply(obj) {
+        if let Some(change) = self.writer.apply_with_json(obj, json) {
             fan_out(&listeners, &change);
         }
     }
@@ -320,10 +336,15 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         }
     }
 
-    /// Stores one object of a list page.
-    pub(crate) fn relist_apply(&self, relist: &mut Relist<'_, K>, obj: Arc<K>) {
+    /// Stores one object of a list page (with its JSON, for a compact store).
+    pub(crate) fn relist_apply(
+        &self,
+        relist: &mut Relist<'_, K>,
+        obj: Arc<K>,
+        json: Option<Vec<u8>>,
+    ) {
         let listeners = self.listeners.lock();
-        if let Some(change) = relist.apply(obj) {
+        if let Some(change) = relist.apply_with_json(obj, json) {
             fan_out(&listeners, &change);
         }
     }
@@ -345,6 +366,24 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
             *self.last_sync_resource_version.lock() = Some(rv);
         }
     }
+}
+
+/// How a compact informer store turns the JSON it keeps back into the cached object: decode,
+/// then what the reflector did before caching it (strip `managedFields`, apply the transforms).
+fn decoder<K>(transforms: Arc<OnceLock<Vec<Transform<K>>>>, strip_managed_fields: bool) -> Decode<K>
+where
+    K: Resource + DeserializeOwned + 'static,
+{
+    Arc::new(move |json: &[u8]| {
+        let mut obj: K = serde_json::from_slice(json)?;
+        if strip_managed_fields {
+            obj.meta_mut().managed_fields = None;
+        }
+        for transform in transforms.get().into_iter().flatten() {
+            transform(&mut obj);
+        }
+        Ok(obj)
+    })
 }
 
 fn fan_out<K>(listeners: &[Arc<Listener<K>>], change: &Change<K>)
@@ -472,12 +511,12 @@ mod tests {
         let mut version = 0;
         for i in 0..100 {
             version += 1;
-            informer.inner.apply(cm(&format!("cm-{i}"), version));
+            informer.inner.apply(cm(&format!("cm-{i}"), version), None);
         }
         for round in 0..1000 {
             for i in 0..100 {
                 version += 1;
-                informer.inner.apply(cm(&format!("cm-{i}"), version));
+                informer.inner.apply(cm(&format!("cm-{i}"), version), None);
             }
             assert!(
                 slow.pending() <= 100,
@@ -519,8 +558,8 @@ mod tests {
     async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() {
         let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
         informer.start().expect("inside a runtime");
-        informer.inner.apply(cm("a", 1));
-        informer.inner.apply(cm("b", 2));
+        informer.inner.apply(cm("a", 1), None);
+        informer.inner.apply(cm("b", 2), None);
 
         let store = informer.store();
         let events = Arc::new(Mutex::new(Vec::new()));
@@ -547,7 +586,7 @@ mod tests {
                     ));
                 }),
         );
-        informer.inner.apply(cm("a", 3));
+        informer.inner.apply(cm("a", 3), None);
         let finished = |seen: &[String]| {
             seen.iter().any(|e| e == "add b 2")
                 && seen.iter().any(|e| e == "add a 3" || e == "update a 1->3")
@@ -569,8 +608,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn resync_redelivers_every_cached_object_as_an_update_of_itself() {
         let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
-        informer.inner.apply(cm("a", 1));
-        informer.inner.apply(cm("b", 1));
+        informer.inner.apply(cm("a", 1), None);
+        informer.inner.apply(cm("b", 1), None);
         let resyncs = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
         let record = Arc::clone(&resyncs);
         let _registration = informer.add_handler_with_resync(
@@ -609,6 +648,50 @@ mod tests {
             "a handler without a resync period got updates"
         );
         informer.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applied()
+    -> anyhow::Result<()> {
+        let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default().compact(4));
+        informer.add_transform(|obj: &mut ConfigMap| {
+            obj.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert("seen".into(), "yes".into());
+        });
+        let added = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&added);
+        let _registration = informer
+            .add_handler(handler_fns().on_add(move |obj: Arc<ConfigMap>| record.lock().push(obj)));
+        informer.start()?;
+        let raw = serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
+                         "managedFields": [{"manager": "kubectl"}]},
+            "data": {"k": "v"}
+        });
+        // What the reflector caches: decoded, stripped, transformed; and the raw JSON.
+        let mut cached: ConfigMap = serde_json::from_value(raw.clone())?;
+        cached.metadata.managed_fields = None;
+        cached
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("seen".into(), "yes".into());
+        informer
+            .inner
+            .apply(Arc::new(cached.clone()), Some(serde_json::to_vec(&raw)?));
+
+        let store = informer.store();
+        assert!(store.is_compact());
+        assert_eq!(
+            store.get(&ObjectKey::new(Some("ns"), "a")).as_deref(),
+            Some(&cached)
+        );
+        eventually("the handler to hear of the add", || added.lock().len() == 1).await;
+        assert_eq!(added.lock().first().map(AsRef::as_ref), Some(&cached));
+        informer.shutdown().await;
+        Ok(())
     }
 
     #[tokio::test]

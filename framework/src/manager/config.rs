@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::BindAddress;
-use crate::leader;
+use crate::{informer, leader};
 
 /// Leader election of a manager: the Lease's name and namespace, and its timings.
 #[derive(Clone, Debug)]
@@ -40,6 +40,7 @@ pub struct Config {
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) namespace: Option<String>,
     pub(crate) leader_election: Option<LeaderElection>,
+    pub(crate) informers: informer::Config,
 }
 
 impl Default for Config {
@@ -53,6 +54,7 @@ impl Default for Config {
             graceful_shutdown_timeout: Duration::from_secs(30),
             namespace: None,
             leader_election: None,
+            informers: informer::Config::default(),
         }
     }
 }
@@ -100,6 +102,14 @@ impl Config {
         self
     }
 
+    /// How the manager's informers list, watch and cache, e.g.
+    /// `informer::Config::default().compact(1024)` to keep every controller's cache compact.
+    #[must_use]
+    pub fn informers(mut self, config: informer::Config) -> Self {
+        self.informers = config;
+        self
+    }
+
     /// The namespace controllers watch, if limited to one.
     #[must_use]
     pub fn watch_namespace(&self) -> Option<&str> {
@@ -110,5 +120,37 @@ impl Config {
     #[must_use]
     pub fn default_concurrency(&self) -> u16 {
         self.max_concurrent_reconciles
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::manager::Manager;
+
+    #[tokio::test]
+    async fn controllers_of_a_manager_get_the_stores_its_informer_config_asks_for()
+    -> anyhow::Result<()> {
+        let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
+        let compact = informer::Config::default().compact(16);
+        let manager = Manager::new(client.clone(), Config::default().informers(compact));
+        assert!(
+            manager
+                .factory()
+                .informer::<ConfigMap>()
+                .store()
+                .is_compact()
+        );
+        let default = Manager::new(client, Config::default());
+        assert!(
+            !default
+                .factory()
+                .informer::<ConfigMap>()
+                .store()
+                .is_compact()
+        );
+        Ok(())
     }
 }

@@ -144,7 +144,7 @@ impl Manager {
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
         let registry = Registry::new();
-        let factory = Arc::new(Factory::new(client.clone()));
+        let factory = Arc::new(Factory::new(client.clone()).config(config.informers.clone()));
         let metrics = register_metrics(&registry, &factory);
         Self {
             factory,

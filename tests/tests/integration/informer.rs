@@ -861,3 +861,86 @@ async fn managed_fields_are_stripped_unless_kept_and_transforms_run_before_cachi
     kept.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_compact_informer_caches_the_same_objects_as_a_default_one_through_lists_and_watches()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("inf-compact").await?;
+    let admin: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    create_many(&admin, "c", 250).await?;
+
+    let informer = |config: informer::Config| {
+        let informer = SharedInformer::new(Api::<ConfigMap>::namespaced(cp.client(), &ns), config);
+        informer.add_transform(|cm: &mut ConfigMap| {
+            cm.metadata
+                .labels
+                .get_or_insert_default()
+                .insert("cached".into(), "yes".into());
+        });
+        informer
+    };
+    let default = informer(informer::Config::default().page_size(100));
+    let compact = informer(informer::Config::default().page_size(100).compact(16));
+    let kept = informer(
+        informer::Config::default()
+            .compact(0)
+            .strip_managed_fields(false),
+    );
+    for informer in [&default, &compact, &kept] {
+        informer.start()?;
+        tokio::time::timeout(SYNC, informer.wait_for_sync()).await??;
+    }
+    assert!(compact.store().is_compact() && !default.store().is_compact());
+
+    // Watched changes: an update, a delete, a create.
+    let mut changed = config_map("c-1", "changed");
+    changed.metadata.resource_version = None;
+    admin
+        .patch("c-1", &PatchParams::default(), &Patch::Merge(&changed))
+        .await?;
+    admin.delete("c-2", &DeleteParams::default()).await?;
+    admin
+        .create(&PostParams::default(), &config_map("c-new", "1"))
+        .await?;
+    for informer in [&default, &compact, &kept] {
+        wait_until_converged(informer, &admin, "every informer to follow the watch").await?;
+    }
+
+    let by_name = |informer: &SharedInformer<ConfigMap>| -> BTreeMap<String, ConfigMap> {
+        informer
+            .store()
+            .list()
+            .into_iter()
+            .map(|cm| (cm.metadata.name.clone().unwrap_or_default(), (*cm).clone()))
+            .collect()
+    };
+    assert_eq!(
+        by_name(&compact),
+        by_name(&default),
+        "a compact store decodes exactly what the default store holds, transforms applied"
+    );
+    let updated = compact
+        .store()
+        .get(&kubeward::cache::ObjectKey::new(Some(&ns), "c-1"));
+    assert_eq!(
+        updated.and_then(|cm| cm.data.as_ref()?.get("value").cloned()),
+        Some("changed".to_owned())
+    );
+    assert!(
+        kept.store()
+            .list()
+            .iter()
+            .all(|cm| cm.metadata.managed_fields.is_some()
+                && cm
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("cached"))),
+        "a compact store that keeps managedFields has them, and the transform ran on read"
+    );
+    for informer in [&default, &compact, &kept] {
+        informer.shutdown().await;
+    }
+    Ok(())
+}
