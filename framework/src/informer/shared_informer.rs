@@ -461,7 +461,7 @@ mod tests {
         let _kept = informer.add_handler(recording_handler(&kept_seen));
         let removed = informer.add_handler(recording_handler(&removed_seen));
         informer.start().expect("inside a runtime");
-        informer.inner.apply(cm("before", 1));
+        informer.inner.apply(cm("before", 1), None);
         eventually("both handlers to see the first object", || {
             kept_seen.lock().contains_key("before") && removed_seen.lock().contains_key("before")
         })
@@ -469,7 +469,7 @@ mod tests {
 
         assert!(informer.remove_handler(&removed), "it was registered");
         assert!(!informer.remove_handler(&removed), "it is gone already");
-        informer.inner.apply(cm("after", 2));
+        informer.inner.apply(cm("after", 2), None);
         assert_eq!(
             removed.pending(),
             0,
