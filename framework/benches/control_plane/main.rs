@@ -11,7 +11,10 @@
     unreachable_pub,
     clippy::print_stdout,
     clippy::print_stderr,
-    clippy::cast_precision_loss
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::must_use_candidate
 )]
 
 mod latency;

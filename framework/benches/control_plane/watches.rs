@@ -3,7 +3,7 @@
 //! kubeward's controllers of one manager share one informer per type; kube-runtime's
 //! `Controller`s each run their own watcher and store. Each controller reconciles the namespace's
 //! `SMALL` ConfigMaps with a no-op; once every controller has reconciled every object, the open
-//! watches are read from the apiserver's `apiserver_longrunning_requests` gauge (WATCH on
+//! watches are read from the apiserver's `apiserver_longrunning_gauge` (WATCH on
 //! configmaps, less those open before) and the heap growth of this process from a counting allocator.
 
 use std::sync::Arc;
@@ -42,13 +42,14 @@ impl Reconciler<ConfigMap> for Noop {
     }
 }
 
-/// Open WATCH requests on configmaps, from the apiserver's own gauge.
+/// Open WATCH requests on configmaps, from the apiserver's own gauge (`apiserver_longrunning_gauge`,
+/// renamed `apiserver_longrunning_requests` in newer releases).
 async fn open_watches(client: &Client) -> anyhow::Result<u64> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     let total = text
         .lines()
-        .filter(|l| l.starts_with("apiserver_longrunning_requests{"))
+        .filter(|l| l.starts_with("apiserver_longrunning_"))
         .filter(|l| l.contains(r#"resource="configmaps""#) && l.contains(r#"verb="WATCH""#))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>();
