@@ -56,18 +56,50 @@ async fn kube_runtime(api: Api<ConfigMap>) -> anyhow::Result<usize> {
     anyhow::bail!("the watcher ended before its initial list was done")
 }
 
+/// CPU time this process has used (user + system), from `/proc/self/stat` at 100 ticks/s.
+fn cpu_time() -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+    let ticks: u64 = fields
+        .get(11..13)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Ok(Duration::from_millis(ticks * 10))
+}
+
+/// Wall time and this process's CPU time of one sync.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+}
+
 /// Times `f` on a fresh client; checks it saw `expected` objects.
-async fn timed<F, Fut>(cp: &ControlPlane, expected: usize, f: F) -> anyhow::Result<Duration>
+async fn timed<F, Fut>(cp: &ControlPlane, expected: usize, f: F) -> anyhow::Result<Sample>
 where
     F: FnOnce(Client) -> Fut,
     Fut: Future<Output = anyhow::Result<usize>>,
 {
     let fresh = Client::try_from(cp.config())?;
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_time()?);
     let n = f(fresh).await?;
-    let elapsed = started.elapsed();
+    let sample = Sample {
+        wall: started.elapsed(),
+        cpu: cpu_time()?.saturating_sub(cpu),
+    };
     anyhow::ensure!(n == expected, "synced {n} objects, expected {expected}");
-    Ok(elapsed)
+    Ok(sample)
+}
+
+/// The median wall time and the median CPU time of `samples`.
+fn medians(samples: &[Sample]) -> (Duration, Duration) {
+    let mut wall: Vec<_> = samples.iter().map(|s| s.wall).collect();
+    let mut cpu: Vec<_> = samples.iter().map(|s| s.cpu).collect();
+    (median(&mut wall), median(&mut cpu))
 }
 
 pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
@@ -81,6 +113,7 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
         "| ConfigMaps | raw list (floor) | kubeward informer | vs floor | kube-runtime reflector | vs floor |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut cpu_rows = Vec::new();
     for (label, namespace) in [(SMALL, Some(SMALL_NS)), (LARGE, None)] {
         let api = |c: Client| match namespace {
             Some(ns) => Api::<ConfigMap>::namespaced(c, ns),
@@ -93,7 +126,14 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
             ours.push(timed(cp, expected, |c| kubeward(api(c))).await?);
             theirs.push(timed(cp, expected, |c| kube_runtime(api(c))).await?);
         }
-        let (floor, ours, theirs) = (median(&mut floor), median(&mut ours), median(&mut theirs));
+        let ((floor, floor_cpu), (ours, ours_cpu), (theirs, theirs_cpu)) =
+            (medians(&floor), medians(&ours), medians(&theirs));
+        cpu_rows.push(format!(
+            "| {label} | {} | {} | {} |",
+            ms(floor_cpu),
+            ms(ours_cpu),
+            ms(theirs_cpu)
+        ));
         let ratio = |d: Duration| format!("{:.2}×", d.as_secs_f64() / floor.as_secs_f64());
         println!(
             "| {label} ({expected} listed) | {} | {} | {} | {} | {} |",
@@ -103,6 +143,16 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
             ms(theirs),
             ratio(theirs)
         );
+    }
+    println!();
+    println!(
+        "CPU time of the benchmark process during the same syncs (median; the client side only):"
+    );
+    println!();
+    println!("| ConfigMaps | raw list | kubeward informer | kube-runtime reflector |");
+    println!("| ---: | ---: | ---: | ---: |");
+    for row in cpu_rows {
+        println!("{row}");
     }
     Ok(())
 }
