@@ -8,7 +8,8 @@
 //! same runtime, so the difference is the controller machinery (the fake's watch fan-out is in both).
 //! kube-runtime rescans its in-flight set as reconciles finish, so its time grows with what is parked.
 //!
-//! `cargo bench -p kubeward --all-features --bench controller` prints a markdown table.
+//! `cargo bench -p kubeward --all-features --bench controller` prints a markdown table;
+//! `-- CONCURRENCY PARKED` runs one row only (to profile it), e.g. `-- 8 0`.
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -198,8 +199,12 @@ fn main() {
         println!();
         println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
         println!("| ---: | ---: | ---: | ---: | ---: |");
+        let only: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
         for concurrency in CONCURRENCY {
             for parked in PARKED {
+                if only.len() == 2 && only != [concurrency, parked] {
+                    continue;
+                }
                 let ours = kubeward(parked, concurrency).await;
                 let theirs = kube_runtime(parked, concurrency).await;
                 println!(
