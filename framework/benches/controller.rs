@@ -1,15 +1,21 @@
-//! Finishing a reconcile must not cost more when many reconciles are in flight.
+//! No-op reconcile throughput must not fall as slow reconciles pile up in flight.
 //!
-//! Workload: `PARKED` ConfigMaps whose reconciles wait for a signal (slow work in flight), then
+//! Workload: `parked` ConfigMaps whose reconciles wait for a signal (slow work in flight), then
 //! `FAST` ConfigMaps created at once whose reconciles return at once; the time from their creation
-//! until every fast reconcile finished is measured. The same run measures it with nothing parked,
-//! and the same two scenarios with kube-runtime's `Controller`. Both controllers run with the same
-//! concurrency (`PARKED` + 64), against the same in-memory fake API server, on the same runtime, so
-//! the difference is the controller machinery. kube-runtime rescans its in-flight set as
-//! reconciles finish, so its time grows with what is parked.
+//! until every fast reconcile finished gives the throughput. It runs with 0, 1,000 and 10,000
+//! parked and with 1 and 8 slots for the fast work (concurrency `parked` + 1 or + 8), for
+//! kubeward's `Controller` and kube-runtime's, against the same in-memory fake API server, on the
+//! same runtime, so the difference is the controller machinery (the fake's watch fan-out is in both).
+//! kube-runtime rescans its in-flight set as reconciles finish, so its time grows with what is parked.
 //!
-//! `cargo bench -p kubeward --all-features --bench controller` prints a markdown table.
-#![allow(missing_docs, clippy::print_stdout, clippy::cast_possible_truncation)]
+//! `cargo bench -p kubeward --all-features --bench controller` prints a markdown table;
+//! `-- CONCURRENCY PARKED` runs one row only (to profile it), e.g. `-- 8 0`.
+#![allow(
+    missing_docs,
+    clippy::print_stdout,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,7 +36,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const FAST: usize = 100_000;
-const PARKED: usize = 10_000;
+const PARKED: [usize; 3] = [0, 1_000, 10_000];
+const CONCURRENCY: [usize; 2] = [1, 8];
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Counts parked and fast reconciles; parked ones wait for `release`.
@@ -58,6 +65,10 @@ impl Load {
 
 #[derive(Clone)]
 struct Ours(Arc<Load>, usize);
+
+fn slots(parked: usize, concurrency: usize) -> u16 {
+    u16::try_from(parked + concurrency).unwrap_or(u16::MAX)
+}
 
 impl Reconciler<ConfigMap> for Ours {
     type Error = std::convert::Infallible;
@@ -113,13 +124,12 @@ async fn measure(parked: usize, start: impl FnOnce(FakeApiServer, Arc<Load>)) ->
     finished
 }
 
-async fn kubeward(parked: usize) -> Option<Duration> {
+async fn kubeward(parked: usize, concurrency: usize) -> Option<Duration> {
     let stop = CancellationToken::new();
     let stopper = stop.clone();
     let elapsed = measure(parked, move |fake, load| {
         let manager = Manager::new(fake.client(), Config::default());
-        let concurrency = u16::try_from(PARKED + 64).unwrap_or(u16::MAX);
-        manager.add(Controller::new(Ours(load, parked)).concurrency(concurrency));
+        manager.add(Controller::new(Ours(load, parked)).concurrency(slots(parked, concurrency)));
         let token = manager.shutdown_token();
         tokio::spawn(async move {
             stopper.cancelled().await;
@@ -132,13 +142,12 @@ async fn kubeward(parked: usize) -> Option<Duration> {
     elapsed
 }
 
-async fn kube_runtime(parked: usize) -> Option<Duration> {
+async fn kube_runtime(parked: usize, concurrency: usize) -> Option<Duration> {
     let task = Arc::new(parking_lot::Mutex::new(None));
     let slot = Arc::clone(&task);
     let elapsed = measure(parked, move |fake, load| {
         let api: Api<ConfigMap> = Api::all(fake.client());
-        let config =
-            KrConfig::default().concurrency(u16::try_from(PARKED + 64).unwrap_or(u16::MAX));
+        let config = KrConfig::default().concurrency(slots(parked, concurrency));
         let run = KrController::new(api, watcher::Config::default())
             .with_config(config)
             .run(
@@ -158,16 +167,19 @@ async fn kube_runtime(parked: usize) -> Option<Duration> {
     elapsed
 }
 
+/// Reconciles per second, or the timeout.
 fn show(d: Option<Duration>) -> String {
     d.map_or_else(
-        || format!("> {} s", TIMEOUT.as_secs()),
-        |d| format!("{:.2} s", d.as_secs_f64()),
+        || format!("< {:.0}/s", FAST as f64 / TIMEOUT.as_secs_f64()),
+        |d| format!("{:.0}/s", FAST as f64 / d.as_secs_f64()),
     )
 }
 
-fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) => format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64()),
+/// How many times faster `ours` finished than `theirs`.
+fn ratio(ours: Option<Duration>, theirs: Option<Duration>) -> String {
+    match (ours, theirs) {
+        (Some(a), Some(b)) => format!("{:.2}×", b.as_secs_f64() / a.as_secs_f64()),
+        (Some(_), None) => format!("> {:.0}×", TIMEOUT.as_secs_f64()),
         _ => "–".into(),
     }
 }
@@ -178,27 +190,30 @@ fn main() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let ours_free = kubeward(0).await;
-        let ours_parked = kubeward(PARKED).await;
-        let theirs_free = kube_runtime(0).await;
-        let theirs_parked = kube_runtime(PARKED).await;
-        println!("## Controller: {FAST} fast reconciles with {PARKED} parked in flight");
+        println!("## Reconcile throughput");
         println!();
-        println!("Time from creating {FAST} ConfigMaps until all were reconciled, on an in-memory fake API server.");
+        println!(
+            "{FAST} no-op reconciles of freshly created ConfigMaps, with slow reconciles parked in flight, on an in-memory fake API server ({} cores); reconciles per second.",
+            std::thread::available_parallelism().map_or(1, usize::from)
+        );
         println!();
-        println!("| controller | nothing parked | {PARKED} parked | parked / nothing parked |");
-        println!("| --- | ---: | ---: | ---: |");
-        println!("| kubeward | {} | {} | {} |", show(ours_free), show(ours_parked), ratio(ours_parked, ours_free));
-        println!(
-            "| kube-runtime | {} | {} | {} |",
-            show(theirs_free),
-            show(theirs_parked),
-            ratio(theirs_parked, theirs_free)
-        );
-        println!(
-            "| kubeward vs kube-runtime | {} | {} | |",
-            ratio(theirs_free, ours_free),
-            ratio(theirs_parked, ours_parked)
-        );
+        println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
+        println!("| ---: | ---: | ---: | ---: | ---: |");
+        let only: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+        for concurrency in CONCURRENCY {
+            for parked in PARKED {
+                if only.len() == 2 && only != [concurrency, parked] {
+                    continue;
+                }
+                let ours = kubeward(parked, concurrency).await;
+                let theirs = kube_runtime(parked, concurrency).await;
+                println!(
+                    "| {concurrency} | {parked} | {} | {} | {} |",
+                    show(ours),
+                    show(theirs),
+                    ratio(ours, theirs)
+                );
+            }
+        }
     });
 }

@@ -1,0 +1,174 @@
+//! Idle footprint: resident memory of the example operator at rest, with and without objects.
+//!
+//! Starts the local control plane, creates `OBJECTS` ConfigMaps in one namespace, and runs the
+//! `configmap_generator` binary twice: watching an empty namespace (the fixed cost) and watching
+//! the full one (it owns ConfigMaps, so it caches them all). Each run waits for `/readyz`, lets the
+//! process sit `REST`, and reads `VmRSS` from `/proc`. The raw JSON of the same list is the
+//! yardstick for the per-object cost.
+//!
+//! `cargo bench -p kubeward-examples --bench idle_footprint` prints a markdown table.
+#![allow(
+    missing_docs,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::cast_precision_loss
+)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use kubeward::testing::{ControlPlane, install_crd, wait_for};
+use kubeward_examples::configmap_generator::ConfigMapGenerator;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+const OBJECTS: usize = 10_000;
+const REST: Duration = Duration::from_secs(10);
+const WRITERS: usize = 64;
+
+fn free_addr() -> anyhow::Result<SocketAddr> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+async fn readyz(addr: SocketAddr) -> Option<()> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(b"GET /readyz HTTP/1.0\r\n\r\n")
+        .await
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    (response.split_whitespace().nth(1)? == "200").then_some(())
+}
+
+/// Kills the operator when dropped.
+struct Operator(Child);
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{pid}/status"))?;
+    Ok(kb * 1024)
+}
+
+async fn namespace(cp: &ControlPlane, name: &str) -> anyhow::Result<()> {
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.into());
+    Api::<Namespace>::all(cp.client())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(())
+}
+
+async fn populate(cp: &ControlPlane, ns: &str) -> anyhow::Result<()> {
+    let mut writers = tokio::task::JoinSet::new();
+    for w in 0..WRITERS {
+        let api: Api<ConfigMap> = Api::namespaced(cp.client(), ns);
+        writers.spawn(async move {
+            for i in (w..OBJECTS).step_by(WRITERS) {
+                let cm = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(format!("cm-{i}")),
+                        labels: Some([("app".to_owned(), "bench".to_owned())].into()),
+                        ..ObjectMeta::default()
+                    },
+                    data: Some(
+                        [
+                            ("mode".to_owned(), "fast".to_owned()),
+                            (
+                                "endpoint".to_owned(),
+                                "https://example.invalid:8443/v1".to_owned(),
+                            ),
+                        ]
+                        .into(),
+                    ),
+                    ..ConfigMap::default()
+                };
+                api.create(&PostParams::default(), &cm).await?;
+            }
+            Ok::<_, kube::Error>(())
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// The operator's resident bytes after it synced `ns` and rested.
+async fn operator_rss(cp: &ControlPlane, ns: &str) -> anyhow::Result<u64> {
+    let probes = free_addr()?;
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(["--namespace", ns])
+        .args(["--metrics-bind-address", &free_addr()?.to_string()])
+        .args(["--health-probe-bind-address", &probes.to_string()])
+        .env("KUBECONFIG", cp.kubeconfig())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()?;
+    let operator = Operator(child);
+    wait_for(
+        Duration::from_secs(120),
+        "the operator's /readyz to turn 200",
+        || readyz(probes),
+    )
+    .await?;
+    tokio::time::sleep(REST).await;
+    rss_bytes(operator.0.id())
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let cp = ControlPlane::start().await?;
+        install_crd::<ConfigMapGenerator>(cp.client()).await?;
+        namespace(&cp, "idle-empty").await?;
+        namespace(&cp, "idle-full").await?;
+        populate(&cp, "idle-full").await?;
+        let raw = cp
+            .client()
+            .request_text(http::Request::get("/api/v1/namespaces/idle-full/configmaps").body(Vec::new())?)
+            .await?
+            .len();
+        let empty = operator_rss(&cp, "idle-empty").await?;
+        let full = operator_rss(&cp, "idle-full").await?;
+        let per_object = full.saturating_sub(empty) as f64 / OBJECTS as f64;
+        println!("## Idle footprint");
+        println!();
+        println!(
+            "Resident memory (VmRSS) of the example operator `configmap_generator`, {} s after /readyz turned 200; the raw list JSON of the same ConfigMaps for scale.",
+            REST.as_secs()
+        );
+        println!();
+        println!("| | resident | per ConfigMap |");
+        println!("| --- | ---: | ---: |");
+        println!("| operator, empty namespace | {:.1} MB | |", empty as f64 / 1e6);
+        println!(
+            "| operator, {OBJECTS} ConfigMaps cached | {:.1} MB | {:.0} B over empty |",
+            full as f64 / 1e6,
+            per_object
+        );
+        println!(
+            "| raw list JSON of the {OBJECTS} ConfigMaps | {:.1} MB | {:.0} B |",
+            raw as f64 / 1e6,
+            raw as f64 / OBJECTS as f64
+        );
+        println!("| cached / raw JSON | | {:.2}× |", per_object / (raw as f64 / OBJECTS as f64));
+        Ok(())
+    })
+}
