@@ -168,12 +168,14 @@ impl<K: Kind> Cache for Kubeward<K> {
             let text = fixture.page(page, self.page, generation);
             let list: RawList = serde_json::from_str(&text)?;
             for item in list.items {
-                let value: Value = serde_json::from_str(item.get())?;
+                let mut value: Value = serde_json::from_str(item.get())?;
                 drop(item);
-                let mut obj = K::deserialize(&value)?;
-                if self.strip {
-                    obj.meta_mut().managed_fields = None;
+                if self.strip
+                    && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    meta.remove("managedFields");
                 }
+                let obj = K::deserialize(value)?;
                 let _ = relist.apply(Arc::new(obj));
             }
         }

@@ -97,6 +97,8 @@ where
     }
 
     /// Lists every page into the store in place, removes what vanished, returns the version.
+    /// The next page is requested before the current one is applied, so the server's work on it
+    /// overlaps the decoding here.
     async fn list(&self) -> Result<String, kube::Error> {
         let config = self.informer.config();
         let mut relist = self.informer.writer().relist();
@@ -106,37 +108,50 @@ where
             limit: (config.page_size > 0).then_some(config.page_size),
             ..ListParams::default()
         };
-        loop {
-            let request = if config.metadata_only {
-                self.request.list_metadata(&params)
-            } else {
-                self.request.list(&params)
-            };
-            let request = request.map_err(kube::Error::BuildRequest)?;
-            Stats::count(&self.informer.stats().list_requests);
-            let page =
-                tokio::time::timeout(config.idle_timeout, self.client.request::<RawList>(request));
-            let page = page.await.map_err(|_| stalled_list())??;
+        let mut next = Some(self.fetch_page(&params)?);
+        while let Some(fetching) = next.take() {
+            let page = fetching.await.map_err(|()| stalled_list())??;
+            if let Some(token) = page.metadata.continue_.clone().filter(|t| !t.is_empty()) {
+                params.continue_token = Some(token);
+                next = Some(self.fetch_page(&params)?);
+            }
             for item in page.items {
                 // One item at a time as an untyped value: a whole page of them would take ten
                 // times the text's memory, and decoding from a value (unlike from text) sizes
                 // every list in the object exactly. The text is valid JSON by construction.
                 let raw: Value = serde_json::from_str(item.get()).unwrap_or_default();
                 drop(item);
-                if let Some(obj) = self.decode(&raw) {
-                    let json = self.encode(raw);
+                if let Some((obj, json)) = self.decode(raw) {
                     self.informer.relist_apply(&mut relist, obj, json);
                 }
             }
-            if let Some(token) = page.metadata.continue_.filter(|token| !token.is_empty()) {
-                params.continue_token = Some(token);
-            } else {
+            if next.is_none() {
                 let version = page.metadata.resource_version.unwrap_or_default();
                 self.informer.relist_finish(relist, Some(version.clone()));
                 Stats::count(&self.informer.stats().relists);
                 return Ok(version);
             }
         }
+        unreachable!("the loop returns after the page without a continue token")
+    }
+
+    /// Requests one list page on a task of its own; dropping the handle aborts the request.
+    fn fetch_page(&self, params: &ListParams) -> Result<Fetch, kube::Error> {
+        let config = self.informer.config();
+        let request = if config.metadata_only {
+            self.request.list_metadata(params)
+        } else {
+            self.request.list(params)
+        };
+        let request = request.map_err(kube::Error::BuildRequest)?;
+        Stats::count(&self.informer.stats().list_requests);
+        let client = self.client.clone();
+        let idle = config.idle_timeout;
+        Ok(Fetch(tokio::spawn(async move {
+            tokio::time::timeout(idle, client.request::<RawList>(request))
+                .await
+                .map_err(|_| ())
+        })))
     }
 
     /// Watches from `version` until the watch ends; returns why and the latest version seen.
@@ -192,14 +207,13 @@ where
             match event {
                 WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
                     version = raw_resource_version(&raw).unwrap_or(version);
-                    if let Some(obj) = self.decode(&raw) {
-                        let json = self.encode(raw);
+                    if let Some((obj, json)) = self.decode(raw) {
                         self.informer.apply(obj, json);
                     }
                 }
                 WatchEvent::Deleted(raw) => {
                     version = raw_resource_version(&raw).unwrap_or(version);
-                    if let Some(obj) = self.decode(&raw) {
+                    if let Some((obj, _)) = self.decode(raw) {
                         self.informer.delete(obj);
                     }
                 }
@@ -215,12 +229,24 @@ where
         }
     }
 
-    /// Decodes one object on its own; one that does not fit `K` is skipped, logged and counted.
-    fn decode(&self, raw: &Value) -> Option<Arc<K>> {
+    /// Decodes one object on its own, with the JSON a compact store keeps of it (`None` for a
+    /// default store); one that does not fit `K` is skipped, logged and counted.
+    ///
+    /// `managedFields` are dropped from the value before decoding when they are stripped, and
+    /// the value is decoded by move, so its strings become the object's without a copy.
+    fn decode(&self, mut raw: Value) -> Option<(Arc<K>, Option<Vec<u8>>)> {
+        let config = self.informer.config();
+        let json = prepare_raw(
+            &mut raw,
+            config.strip_managed_fields,
+            config.compact_hot.is_some(),
+        );
+        // Kept for the warning only: the value itself is consumed by the decode.
+        let identity = Identity::of(&raw);
         match K::deserialize(raw) {
-            Ok(obj) => Some(self.prepare(obj)),
+            Ok(obj) => Some((self.prepare(obj), json)),
             Err(err) => {
-                self.skip(raw, &err);
+                self.skip(&identity, &err);
                 None
             }
         }
@@ -238,45 +264,71 @@ where
     }
 
     /// Counts and logs an object that does not decode.
-    fn skip(&self, raw: &Value, err: &serde_json::Error) {
+    fn skip(&self, identity: &Identity, err: &serde_json::Error) {
         Stats::count(&self.informer.stats().decode_failures);
-        let meta = raw.get("metadata");
-        let field = |name: &str| {
-            meta.and_then(|m| m.get(name))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-        };
         tracing::warn!(
             url = self.request.url_path,
-            namespace = field("namespace"),
-            name = field("name"),
+            namespace = identity.namespace,
+            name = identity.name,
             error = %err,
             "skipping an object that does not decode"
         );
     }
 }
 
-impl<K> Reflector<K>
-where
-    K: Resource + Send + Sync + 'static,
-{
-    /// The JSON a compact store keeps of `raw` (its decoded object is cached already); `None`
-    /// for a default store.
-    fn encode(&self, raw: Value) -> Option<Vec<u8>> {
-        let config = self.informer.config();
-        config.compact_hot?;
-        encode_raw(raw, config.strip_managed_fields)
+/// A list page being fetched; the request is aborted if this is dropped (the list failed).
+struct Fetch(tokio::task::JoinHandle<Result<Result<RawList, kube::Error>, ()>>);
+
+impl Future for Fetch {
+    type Output = Result<Result<RawList, kube::Error>, ()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|joined| joined.unwrap_or(Err(())))
     }
 }
 
-/// Compact JSON of a raw object, without `metadata.managedFields` if they are stripped.
-fn encode_raw(mut raw: Value, strip_managed_fields: bool) -> Option<Vec<u8>> {
+impl Drop for Fetch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Namespace and name of an object, for a warning about it.
+struct Identity {
+    namespace: String,
+    name: String,
+}
+
+impl Identity {
+    fn of(raw: &Value) -> Self {
+        let meta = raw.get("metadata");
+        let field = |name: &str| {
+            meta.and_then(|m| m.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Self {
+            namespace: field("namespace"),
+            name: field("name"),
+        }
+    }
+}
+
+/// Drops `metadata.managedFields` from `raw` if they are stripped; returns the compact JSON a
+/// compact store keeps of it (`None` for a default store).
+fn prepare_raw(raw: &mut Value, strip_managed_fields: bool, compact: bool) -> Option<Vec<u8>> {
     if strip_managed_fields
         && let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut)
     {
         meta.remove("managedFields");
     }
-    serde_json::to_vec(&raw).ok()
+    compact.then(|| serde_json::to_vec(raw).ok()).flatten()
 }
 
 /// A list page that did not arrive within the idle timeout, as the client's own error type.
@@ -326,13 +378,22 @@ mod tests {
     #[test]
     fn the_json_a_compact_store_keeps_leaves_out_managed_fields_only_when_they_are_stripped()
     -> anyhow::Result<()> {
-        let stripped: Value = serde_json::from_slice(&encode_raw(raw(), true).unwrap_or_default())?;
+        let mut stripped = raw();
+        let json = prepare_raw(&mut stripped, true, true).unwrap_or_default();
+        let expected = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        assert_eq!(serde_json::from_slice::<Value>(&json)?, expected);
         assert_eq!(
-            stripped,
-            json!({"metadata": {"name": "a"}, "data": {"k": "v"}})
+            stripped, expected,
+            "the value decoded afterwards is stripped too"
         );
-        let kept: Value = serde_json::from_slice(&encode_raw(raw(), false).unwrap_or_default())?;
-        assert_eq!(kept, raw());
+        let mut kept = raw();
+        let json = prepare_raw(&mut kept, false, true).unwrap_or_default();
+        assert_eq!(serde_json::from_slice::<Value>(&json)?, raw());
+        assert_eq!(
+            prepare_raw(&mut raw(), true, false),
+            None,
+            "a default store keeps no JSON"
+        );
         Ok(())
     }
 }
