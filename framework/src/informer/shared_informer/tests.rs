@@ -1,4 +1,4 @@
-//! Fan-out, buffering, late and removed handlers, resync, compact caching and shutdown of a shared informer.
+//! Fan-out, buffering, late and removed handlers, resync, compact caching and shutdown.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
