@@ -1,12 +1,13 @@
-//! A controller that uses every trigger: its own kind, an owned kind, a watched kind, predicates.
+//! A controller with every trigger: own kind, owned and watched kinds, outside keys, predicates.
 //!
 //! `Deployment`s are reconciled when they change (generation or labels only), when a
 //! `ReplicaSet` they control changes, and when a `ConfigMap` that names them in its
-//! [`CONSUMERS_ANNOTATION`] changes.
+//! [`CONSUMERS_ANNOTATION`] changes; [`controller_with_outside_keys`] also takes keys from outside.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeward::cache::ObjectKey;
@@ -69,6 +70,15 @@ pub fn controller() -> Controller<Deployment> {
 }
 // ANCHOR_END: controller
 
+// ANCHOR: external
+/// The controller, also reconciling every Deployment an outside system names: whoever holds the
+/// returned sender (a webhook handler, say) calls `sender.unbounded_send(key)`.
+pub fn controller_with_outside_keys() -> (UnboundedSender<ObjectKey>, Controller<Deployment>) {
+    let (sender, keys) = futures::channel::mpsc::unbounded();
+    (sender, controller().reconcile_on(keys))
+}
+// ANCHOR_END: external
+
 #[cfg(test)]
 mod tests {
     use kube::api::ObjectMeta;
@@ -94,5 +104,11 @@ mod tests {
         );
         assert!(consumers(&ConfigMap::default()).is_empty());
         let _ = controller();
+        let (sender, _controller) = controller_with_outside_keys();
+        assert!(
+            sender
+                .unbounded_send(ObjectKey::new(Some("shop"), "web"))
+                .is_ok()
+        );
     }
 }

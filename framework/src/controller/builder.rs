@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{Stream, StreamExt as _};
+
 use super::erased::{ErasedReconciler, erase};
+use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
@@ -44,6 +47,7 @@ pub struct Controller<K> {
     pub(crate) finalizer: Option<String>,
     pub(crate) predicate: Option<Predicate<K>>,
     pub(crate) triggers: Vec<Trigger>,
+    pub(crate) sources: Vec<Source>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -54,6 +58,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("timeout", &self.timeout)
             .field("finalizer", &self.finalizer)
             .field("triggers", &self.triggers.len())
+            .field("sources", &self.sources.len())
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +75,7 @@ impl<K: Watchable> Controller<K> {
             finalizer: None,
             predicate: None,
             triggers: Vec::new(),
+            sources: Vec::new(),
         }
     }
 
@@ -127,6 +133,15 @@ impl<K: Watchable> Controller<K> {
         mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         self.triggers.push(watch_trigger::<W>(mapper));
+        self
+    }
+
+    /// Reconciles every key `keys` yields, from outside the informers: a timer, a webhook, another
+    /// system's events (controller-runtime's channel source, kube-runtime's `reconcile_on`). Keys
+    /// join the queue once the controller runs and are deduplicated like any other; a key whose
+    /// object is not in the cache is skipped.
+    pub fn reconcile_on(mut self, keys: impl Stream<Item = ObjectKey> + Send + 'static) -> Self {
+        self.sources.push(keys.boxed());
         self
     }
 

@@ -16,6 +16,7 @@ mod predicate;
 mod reconciler;
 mod scope;
 mod setup;
+mod source;
 mod trigger;
 mod worker;
 

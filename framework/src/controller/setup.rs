@@ -111,6 +111,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             shared,
             concurrency,
             wired,
+            sources: self.sources,
         })
     }
 }

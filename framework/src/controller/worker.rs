@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 
 use super::erased::{ErasedReconciler, Failure};
 use super::finalizer;
+use super::source::{Source, forward};
 use super::trigger::Wired;
 use super::{Action, Context, ErrorAction, Watchable};
 use crate::cache::ObjectKey;
@@ -31,6 +32,7 @@ pub(crate) struct Running<K> {
     pub(crate) shared: Arc<Shared<K>>,
     pub(crate) concurrency: u16,
     pub(crate) wired: Vec<Wired>,
+    pub(crate) sources: Vec<Source>,
 }
 
 /// What every worker of one controller uses.
@@ -59,7 +61,9 @@ impl<K: Watchable> Runnable for Running<K> {
                 shared,
                 concurrency,
                 wired,
+                sources,
             } = *self;
+            let forwarding = forward(sources, &queue);
             tokio::select! {
                 synced = wait_for_caches(&informer, &wired) => synced?,
                 () = shutdown.cancelled() => return Ok(()),
@@ -78,6 +82,7 @@ impl<K: Watchable> Runnable for Running<K> {
             queue.shutdown();
             while workers.join_next().await.is_some() {}
             drop(wired);
+            drop(forwarding);
             tracing::info!(controller = %name, "workers stopped");
             Ok(())
         })

@@ -21,6 +21,8 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod external;
+
 /// Starts `manager` in the background; returns its shutdown token and task.
 fn start(manager: Manager) -> (CancellationToken, JoinHandle<kubeward::manager::Result<()>>) {
     let token = manager.shutdown_token();

@@ -1,0 +1,236 @@
+//! No-op reconcile throughput, kubeward vs kube-runtime, with slow reconciles parked in flight.
+//!
+//! Two workloads, each with 0, 1,000 and 10,000 reconciles parked (waiting for a signal) and 1
+//! or 8 slots for the fast work (concurrency `parked` + 1 or + 8), for kubeward's `Controller`
+//! and kube-runtime's on the same in-memory fake API server and runtime:
+//! - [`watch`]: `FAST` ConfigMaps created at once, each reconciled from its watch event: the
+//!   fake's JSON and both sides' event decoding are in the figures.
+//! - [`keys`]: `FAST` keys of cached ConfigMaps sent on a stream (`reconcile_on` on both sides):
+//!   only the controller machinery — queue, workers, cache read, the reconcile call.
+//!
+//! kube-runtime rescans its in-flight set as reconciles finish, so its time grows with what is parked.
+//!
+//! `cargo bench -p kubeward --all-features --bench controller` prints the markdown tables;
+//! `-- CONCURRENCY PARKED` runs one row of each only and `-- keys` or `-- watch` one table only
+//! (to profile them), e.g. `-- keys 8 0`.
+#![allow(
+    missing_docs,
+    clippy::print_stdout,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
+
+mod keys;
+mod watch;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt as _;
+use kube::api::ObjectMeta;
+use kubeward::controller::{Action, Context, Reconciler};
+use kubeward::testing::FakeApiServer;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const FAST: usize = 100_000;
+const PARKED: [usize; 3] = [0, 1_000, 10_000];
+const CONCURRENCY: [usize; 2] = [1, 8];
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Counts parked and fast reconciles; parked ones wait for `release`, and `fast_done` is
+/// notified when the fast count reaches `fast_target`.
+struct Load {
+    parked_target: usize,
+    parked: AtomicUsize,
+    fast: AtomicUsize,
+    fast_target: AtomicUsize,
+    fast_done: Notify,
+    parked_in: Notify,
+    release: CancellationToken,
+}
+
+impl Load {
+    fn new(parked_target: usize, fast_target: usize) -> Arc<Self> {
+        Arc::new(Self {
+            parked_target,
+            parked: AtomicUsize::new(0),
+            fast: AtomicUsize::new(0),
+            fast_target: AtomicUsize::new(fast_target),
+            fast_done: Notify::new(),
+            parked_in: Notify::new(),
+            release: CancellationToken::new(),
+        })
+    }
+
+    async fn reconcile(&self, name: &str) {
+        if name.starts_with("parked") {
+            if self.parked.fetch_add(1, Ordering::SeqCst) + 1 == self.parked_target {
+                self.parked_in.notify_one();
+            }
+            self.release.cancelled().await;
+        } else if self.fast.fetch_add(1, Ordering::SeqCst) + 1
+            == self.fast_target.load(Ordering::SeqCst)
+        {
+            self.fast_done.notify_one();
+        }
+    }
+
+    /// Waits until every parked reconcile is in flight (a timeout gives `None`).
+    async fn parked_in_flight(&self) -> Option<()> {
+        if self.parked_target == 0 {
+            return Some(());
+        }
+        tokio::time::timeout(TIMEOUT, self.parked_in.notified())
+            .await
+            .ok()
+    }
+
+    /// Runs `work`, then waits for the fast count to reach `target`: the time taken, or `None`.
+    async fn time_until(&self, target: usize, work: impl FnOnce()) -> Option<Duration> {
+        self.fast_target.store(target, Ordering::SeqCst);
+        let done = self.fast_done.notified();
+        let started = tokio::time::Instant::now();
+        work();
+        tokio::time::timeout(TIMEOUT, done)
+            .await
+            .ok()
+            .map(|()| started.elapsed())
+    }
+}
+
+/// kubeward's reconciler over a `Load`.
+#[derive(Clone)]
+struct Ours(Arc<Load>);
+
+impl Reconciler<ConfigMap> for Ours {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
+        self.0.reconcile(&cm.name_any()).await;
+        Ok(Action::await_change())
+    }
+}
+
+/// kube-runtime's reconciler over a `Load`.
+async fn theirs(
+    cm: Arc<ConfigMap>,
+    load: Arc<Load>,
+) -> Result<kube::runtime::controller::Action, std::convert::Infallible> {
+    load.reconcile(&cm.name_any()).await;
+    Ok(kube::runtime::controller::Action::await_change())
+}
+
+fn slots(parked: usize, concurrency: usize) -> u16 {
+    u16::try_from(parked + concurrency).unwrap_or(u16::MAX)
+}
+
+fn config_map(name: String) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("k".to_owned(), "v".to_owned())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+/// A fake API server with ConfigMaps `{prefix}-0` .. `{prefix}-{n-1}` for each `(prefix, n)`.
+fn fake_with(sets: &[(&str, usize)]) -> FakeApiServer {
+    let fake = FakeApiServer::new().with_history_limit(FAST * 2);
+    fake.register::<ConfigMap>();
+    for &(prefix, n) in sets {
+        seed(&fake, prefix, n);
+    }
+    fake
+}
+
+fn seed(fake: &FakeApiServer, prefix: &str, n: usize) {
+    for i in 0..n {
+        fake.seed(&config_map(format!("{prefix}-{i}")))
+            .expect("the fake stores ConfigMaps");
+    }
+}
+
+/// Reconciles per second, or the timeout.
+fn show(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || format!("< {:.0}/s", FAST as f64 / TIMEOUT.as_secs_f64()),
+        |d| format!("{:.0}/s", FAST as f64 / d.as_secs_f64()),
+    )
+}
+
+/// How many times faster `ours` finished than `theirs`.
+fn ratio(ours: Option<Duration>, theirs: Option<Duration>) -> String {
+    match (ours, theirs) {
+        (Some(a), Some(b)) => format!("{:.2}×", b.as_secs_f64() / a.as_secs_f64()),
+        (Some(_), None) => format!("> {:.0}×", TIMEOUT.as_secs_f64()),
+        _ => "–".into(),
+    }
+}
+
+/// One table: every (concurrency, parked) row, or only the one named on the command line.
+async fn table<F, G>(
+    mut ours: impl FnMut(usize, usize) -> F,
+    mut theirs: impl FnMut(usize, usize) -> G,
+) where
+    F: Future<Output = Option<Duration>>,
+    G: Future<Output = Option<Duration>>,
+{
+    println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
+    println!("| ---: | ---: | ---: | ---: | ---: |");
+    let only: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+    for concurrency in CONCURRENCY {
+        for parked in PARKED {
+            if only.len() == 2 && only != [concurrency, parked] {
+                continue;
+            }
+            let a = ours(parked, concurrency).await;
+            let b = theirs(parked, concurrency).await;
+            println!(
+                "| {concurrency} | {parked} | {} | {} | {} |",
+                show(a),
+                show(b),
+                ratio(a, b)
+            );
+        }
+    }
+    println!();
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    runtime.block_on(async {
+        println!("## Reconcile throughput");
+        println!();
+        println!(
+            "{FAST} no-op reconciles with slow reconciles parked in flight, on an in-memory fake API server ({cores} cores); reconciles per second."
+        );
+        println!();
+        let tables: Vec<String> = std::env::args().skip(1).filter(|a| a == "keys" || a == "watch").collect();
+        let wanted = |name: &str| tables.is_empty() || tables.iter().any(|t| t == name);
+        if wanted("keys") {
+            println!("### Keys sent on a stream to cached objects: the controller machinery alone");
+            println!();
+            table(keys::kubeward, keys::kube_runtime).await;
+        }
+        if wanted("watch") {
+            println!("### Freshly created ConfigMaps, each from its watch event");
+            println!();
+            table(watch::kubeward, watch::kube_runtime).await;
+        }
+    });
+}

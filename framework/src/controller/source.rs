@@ -1,0 +1,25 @@
+//! External triggers: streams of keys fed into a running controller's queue.
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use tokio::task::JoinSet;
+
+use crate::cache::ObjectKey;
+use crate::queue::WorkQueue;
+
+/// A stream of keys to reconcile, from outside the controller's informers.
+pub(crate) type Source = BoxStream<'static, ObjectKey>;
+
+/// Forwards every source into `queue` until the source ends or the returned set is dropped.
+pub(crate) fn forward(sources: Vec<Source>, queue: &WorkQueue<ObjectKey>) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    for mut source in sources {
+        let queue = queue.clone();
+        tasks.spawn(async move {
+            while let Some(key) = source.next().await {
+                queue.add(key);
+            }
+        });
+    }
+    tasks
+}
