@@ -3,7 +3,8 @@
 //! Each contender lists in pages of 500 (every default) through its own fresh client. kubeward
 //! counts as synced when `wait_for_sync` returns, kube-runtime when its watcher yields `InitDone`
 //! (the reflector's store is then complete), the raw list when the last page is decoded.
-//! The median of `ROUNDS` rounds is shown, the contenders taking turns within a round.
+//! The median of `ROUNDS` rounds is shown, the contenders taking turns within a round, each round
+//! starting with the next one (so none always runs first, right after the previous round).
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::{LARGE, SMALL, SMALL_NS, median, ms};
 
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 const PAGE: u32 = 500;
 
 /// Lists every page; returns the number of objects.
@@ -121,10 +122,16 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
         };
         let expected = raw_list(&api(cp.client())).await?;
         let (mut floor, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
-            floor.push(timed(cp, expected, |c| async move { raw_list(&api(c)).await }).await?);
-            ours.push(timed(cp, expected, |c| kubeward(api(c))).await?);
-            theirs.push(timed(cp, expected, |c| kube_runtime(api(c))).await?);
+        for round in 0..ROUNDS {
+            for turn in 0..3 {
+                match (round + turn) % 3 {
+                    0 => floor.push(
+                        timed(cp, expected, |c| async move { raw_list(&api(c)).await }).await?,
+                    ),
+                    1 => ours.push(timed(cp, expected, |c| kubeward(api(c))).await?),
+                    _ => theirs.push(timed(cp, expected, |c| kube_runtime(api(c))).await?),
+                }
+            }
         }
         let ((floor, floor_cpu), (ours, ours_cpu), (theirs, theirs_cpu)) =
             (medians(&floor), medians(&ours), medians(&theirs));

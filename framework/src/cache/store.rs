@@ -60,7 +60,9 @@ pub struct Writer<K> {
 #[doc(alias = "Replace")]
 pub struct Relist<'a, K> {
     writer: &'a Writer<K>,
-    seen: HashSet<ObjectKey>,
+    /// The keys listed so far; `None` when the store was empty at the start (an initial list:
+    /// nothing cached can be missing from it).
+    seen: Option<HashSet<ObjectKey>>,
 }
 
 struct Inner<K> {
@@ -97,7 +99,7 @@ impl<K> fmt::Debug for Writer<K> {
 impl<K> fmt::Debug for Relist<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Relist")
-            .field("seen", &self.seen.len())
+            .field("seen", &self.seen.as_ref().map(HashSet::len))
             .finish()
     }
 }
@@ -272,9 +274,10 @@ impl<K: Resource> Writer<K> {
     /// [`Relist::finish`].
     #[must_use]
     pub fn relist(&self) -> Relist<'_, K> {
+        let empty = self.inner.read().objects.is_empty();
         Relist {
             writer: self,
-            seen: HashSet::new(),
+            seen: (!empty).then(HashSet::new),
         }
     }
 
@@ -321,7 +324,9 @@ impl<K: Resource> Relist<'_, K> {
         obj: Arc<K>,
         json: Option<Vec<u8>>,
     ) -> Option<Change<K>> {
-        self.seen.insert(ObjectKey::of(obj.as_ref()));
+        if let Some(seen) = &mut self.seen {
+            seen.insert(ObjectKey::of(obj.as_ref()));
+        }
         self.writer.put(obj, json)
     }
 
@@ -329,11 +334,14 @@ impl<K: Resource> Relist<'_, K> {
     /// state is unknown.
     #[must_use]
     pub fn finish(self) -> Vec<Change<K>> {
+        let Some(seen) = self.seen else {
+            return Vec::new();
+        };
         let mut inner = self.writer.inner.write();
         let gone: Vec<ObjectKey> = inner
             .objects
             .keys()
-            .filter(|key| !self.seen.contains(*key))
+            .filter(|key| !seen.contains(*key))
             .cloned()
             .collect();
         gone.into_iter()
@@ -507,5 +515,29 @@ mod tests {
                 .by_index(NAMESPACE_INDEX, "ns")
                 .is_ok_and(|p| p.len() == 3)
         );
+    }
+
+    #[test]
+    fn an_initial_list_adds_everything_deletes_nothing_and_the_next_relist_deletes_again() {
+        let (store, writer) = store::<Pod>();
+        let mut initial = writer.relist();
+        for name in ["a", "b"] {
+            assert!(matches!(
+                initial.apply(pod("ns", name, "n1", "1")),
+                Some(Change::Added(_))
+            ));
+        }
+        assert!(initial.finish().is_empty());
+        assert_eq!(sorted_names(&store.list()), ["a", "b"]);
+
+        let mut relist = writer.relist();
+        assert!(relist.apply(pod("ns", "a", "n1", "1")).is_none());
+        let deleted = relist.finish();
+        assert_eq!(deleted.len(), 1);
+        assert!(matches!(
+            &deleted[0],
+            Change::Deleted(d) if d.object().metadata.name.as_deref() == Some("b")
+        ));
+        assert_eq!(sorted_names(&store.list()), ["a"]);
     }
 }
