@@ -1,18 +1,20 @@
 //! Identifies a cached object by its namespace and name.
 
 use std::fmt;
+use std::sync::Arc;
 
 use kube::Resource;
 
 /// The namespace/name of an object: how the cache and work queues address it.
 ///
 /// Displays as `namespace/name`, or `name` for cluster-scoped objects, like client-go's
-/// `MetaNamespaceKeyFunc`.
+/// `MetaNamespaceKeyFunc`. Cloning one is cheap: the cache, its indexes and the work queues
+/// share the strings.
 #[doc(alias = "MetaNamespaceKeyFunc")]
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
-    namespace: Option<String>,
-    name: String,
+    namespace: Option<Arc<str>>,
+    name: Arc<str>,
 }
 
 impl ObjectKey {
@@ -20,8 +22,8 @@ impl ObjectKey {
     #[must_use]
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         Self {
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
+            namespace: namespace.map(Arc::from),
+            name: Arc::from(name),
         }
     }
 
@@ -30,8 +32,8 @@ impl ObjectKey {
     pub fn of<K: Resource>(obj: &K) -> Self {
         let meta = obj.meta();
         Self {
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.as_deref().map(Arc::from),
+            name: Arc::from(meta.name.as_deref().unwrap_or_default()),
         }
     }
 
