@@ -68,7 +68,8 @@ where
     client.request::<K>(request).await
 }
 
-#[cfg(test)]
+// The fake API server these tests use comes with the `testing` feature.
+#[cfg(all(test, feature = "testing"))]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::Api;
