@@ -22,6 +22,10 @@ pub(crate) enum Pending<K> {
     Nothing,
 }
 
+/// Room for this many pending objects is kept once the buffer drains, if it grew past four times
+/// as many; more is freed.
+const SPARE: usize = 1024;
+
 /// Pending changes, one per object, in the order objects first became pending.
 #[doc(alias = "DeltaFIFO")]
 #[derive(Debug)]
@@ -76,6 +80,11 @@ impl<K: Resource> Buffer<K> {
                 Some(Pending::Nothing) | None => {}
                 Some(pending) => return Some(pending),
             }
+        }
+        // Drained: free the room a burst (an initial list of 10,000, say) left behind.
+        if self.pending.capacity() > 4 * SPARE || self.order.capacity() > 4 * SPARE {
+            self.pending.shrink_to(SPARE);
+            self.order.shrink_to(SPARE);
         }
         None
     }
@@ -201,5 +210,22 @@ mod tests {
             assert!(buffer.len() <= 100);
         }
         assert_eq!(buffer.order.len(), 100);
+    }
+
+    #[test]
+    fn a_drained_burst_gives_its_room_back_and_the_buffer_still_works() {
+        let mut buffer = Buffer::new();
+        for i in 0..10_000 {
+            buffer.push(Change::Added(cm(&format!("cm-{i}"), 1)));
+        }
+        let mut popped = 0;
+        while buffer.pop().is_some() {
+            popped += 1;
+        }
+        assert_eq!(popped, 10_000);
+        // Both are empty: `shrink_to(SPARE)` leaves about that much room.
+        assert!(buffer.pending.capacity() <= 2 * SPARE && buffer.order.capacity() <= 2 * SPARE);
+        buffer.push(Change::Added(cm("again", 2)));
+        assert!(matches!(buffer.pop(), Some(Pending::Added(obj)) if rv(&obj) == "2"));
     }
 }

@@ -92,6 +92,10 @@ fn merge_requeue(
     became_now
 }
 
+/// Room for this many keys is kept when the queue drains, once it has grown past four times as
+/// many (so that bursts of a few thousand keys do not shrink and regrow the table each time).
+pub(super) const SPARE: usize = 1024;
+
 /// The outcome of [`Core::pop`].
 #[derive(Debug)]
 pub(super) enum Pop<T> {
@@ -448,6 +452,22 @@ impl<T: Hash + Eq + Clone> Core<T> {
         }
     }
 
+    /// Room in the key table (for tests of `release_spare`).
+    #[cfg(test)]
+    pub(super) fn key_capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    /// Gives back the memory a drained burst left behind: a queue that held 10,000 keys once
+    /// would otherwise keep room for them.
+    fn release_spare(&mut self) {
+        if self.entries.capacity() > 4 * SPARE {
+            let hasher = self.hasher.clone();
+            self.entries.shrink_to(SPARE, |(k, _)| hasher.hash_one(k));
+        }
+        self.ready.release_spare(SPARE);
+    }
+
     /// Marks `key` (with `hash`) as processed; requeues it if it was added while being
     /// processed. Gives the map's copy of the key back when it is removed, so that the caller
     /// can drop it after unlocking.
@@ -471,6 +491,9 @@ impl<T: Hash + Eq + Clone> Core<T> {
         let wake = match requeue {
             Requeue::No => {
                 removed = Some(found.remove().0.0);
+                if self.entries.is_empty() {
+                    self.release_spare();
+                }
                 Wake::None
             }
             Requeue::Now => {

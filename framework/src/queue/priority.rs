@@ -102,6 +102,17 @@ impl<T> ReadyQueue<T> {
         self.len
     }
 
+    /// Drops the stale slots of levels with no valid key left and, if a burst grew a level past
+    /// four times `spare`, shrinks it to `spare`.
+    pub(super) fn release_spare(&mut self, spare: usize) {
+        for level in &mut self.levels {
+            if level.depth == 0 && level.slots.capacity() > 4 * spare {
+                level.slots.clear();
+                level.slots.shrink_to(spare);
+            }
+        }
+    }
+
     fn level_index(&mut self, priority: Priority, now: &mut dyn FnMut() -> Instant) -> usize {
         // Few levels: a linear scan beats anything clever. The first one is the common case.
         match self.levels.iter().position(|l| l.priority <= priority) {

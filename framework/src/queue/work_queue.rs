@@ -394,6 +394,12 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         self.len() == 0
     }
 
+    /// Room in the key table (for tests).
+    #[cfg(test)]
+    pub(super) fn key_capacity(&self) -> usize {
+        self.shared.core.lock().key_capacity()
+    }
+
     /// The number of keys being processed.
     #[must_use]
     pub fn num_processing(&self) -> usize {

@@ -346,3 +346,26 @@ fn queues_are_send_and_sync() {
     check::<WorkQueue<String>>();
     check::<WorkQueue<(String, u64)>>();
 }
+
+#[test]
+fn a_drained_burst_gives_its_room_back_and_the_queue_still_works() {
+    let q = WorkQueue::new();
+    for key in 0..10_000_u32 {
+        q.add(key);
+    }
+    let grown = q.key_capacity();
+    assert!(grown >= 10_000, "the table held the burst ({grown})");
+    while let Some(Some(key)) = try_get(&q) {
+        q.done(&key);
+    }
+    assert!(
+        q.key_capacity() <= 2 * crate::queue::core::SPARE,
+        "{} slots kept after draining",
+        q.key_capacity()
+    );
+    q.add(7);
+    q.add(7);
+    assert_eq!(try_get(&q), Some(Some(7)));
+    q.done(&7);
+    assert_eq!(try_get(&q), None, "nothing is left, and a get would wait");
+}
