@@ -165,10 +165,7 @@ impl<K> Store<K> {
     #[doc(alias = "ByIndex")]
     pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>> {
         let inner = self.inner.read();
-        let index = inner
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        let index = inner.index(index)?;
         Ok(index
             .entries
             .get(value)
@@ -185,10 +182,7 @@ impl<K> Store<K> {
     #[doc(alias = "IndexKeys")]
     pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>> {
         let inner = self.inner.read();
-        let index = inner
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        let index = inner.index(index)?;
         Ok(index
             .entries
             .get(value)
@@ -205,10 +199,7 @@ impl<K> Store<K> {
     #[doc(alias = "ListIndexFuncValues")]
     pub fn index_values(&self, index: &str) -> Result<Vec<String>> {
         let inner = self.inner.read();
-        let index = inner
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::UnknownIndex(index.to_owned()))?;
+        let index = inner.index(index)?;
         Ok(index.entries.keys().cloned().collect())
     }
 }
@@ -359,6 +350,13 @@ impl<K: Resource> Relist<'_, K> {
 }
 
 impl<K> Inner<K> {
+    /// The index named `name`.
+    fn index(&self, name: &str) -> Result<&Index<K>> {
+        self.indexes
+            .get(name)
+            .ok_or_else(|| Error::UnknownIndex(name.to_owned()))
+    }
+
     /// The object in `slot`; a compact store decodes it, and makes it hot if `remember`.
     fn resolve(&self, key: &ObjectKey, slot: &Slot<K>, remember: bool) -> Option<Arc<K>> {
         match (slot, &self.compact) {
