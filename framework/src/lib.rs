@@ -50,6 +50,7 @@ pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod rbac;
+mod room;
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kube::Resource;
 
 use crate::cache::{Change, Deleted, ObjectKey};
+use crate::room;
 
 /// What a handler has yet to be told about one object.
 #[derive(Debug)]
@@ -21,10 +22,6 @@ pub(crate) enum Pending<K> {
     /// Added and deleted before the handler saw it: nothing to say.
     Nothing,
 }
-
-/// Room for this many pending objects is kept once the buffer drains, if it grew past four times
-/// as many; more is freed.
-const SPARE: usize = 1024;
 
 /// Pending changes, one per object, in the order objects first became pending.
 #[doc(alias = "DeltaFIFO")]
@@ -82,9 +79,9 @@ impl<K: Resource> Buffer<K> {
             }
         }
         // Drained: free the room a burst (an initial list of 10,000, say) left behind.
-        if self.pending.capacity() > 4 * SPARE || self.order.capacity() > 4 * SPARE {
-            self.pending.shrink_to(SPARE);
-            self.order.shrink_to(SPARE);
+        if room::oversized(self.pending.capacity()) || room::oversized(self.order.capacity()) {
+            self.pending.shrink_to(room::KEPT);
+            self.order.shrink_to(room::KEPT);
         }
         None
     }
@@ -223,8 +220,11 @@ mod tests {
             popped += 1;
         }
         assert_eq!(popped, 10_000);
-        // Both are empty: `shrink_to(SPARE)` leaves about that much room.
-        assert!(buffer.pending.capacity() <= 2 * SPARE && buffer.order.capacity() <= 2 * SPARE);
+        // Both are empty: `shrink_to(room::KEPT)` leaves about that much room.
+        assert!(
+            buffer.pending.capacity() <= 2 * room::KEPT
+                && buffer.order.capacity() <= 2 * room::KEPT
+        );
         buffer.push(Change::Added(cm("again", 2)));
         assert!(matches!(buffer.pop(), Some(Pending::Added(obj)) if rv(&obj) == "2"));
     }

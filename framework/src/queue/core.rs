@@ -20,6 +20,7 @@ use super::delay::DelayHeap;
 use super::hooks::QueueHooks;
 use super::priority::{Priority, ReadyQueue};
 use super::rate_limiter::RateLimiter;
+use crate::room;
 
 /// The longest delay the queue keeps; longer ones are cut to this (about 30 years).
 const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
@@ -91,10 +92,6 @@ fn merge_requeue(
     *requeue = merged;
     became_now
 }
-
-/// Room for this many keys is kept when the queue drains, once it has grown past four times as
-/// many (so that bursts of a few thousand keys do not shrink and regrow the table each time).
-pub(super) const SPARE: usize = 1024;
 
 /// The outcome of [`Core::pop`].
 #[derive(Debug)]
@@ -461,11 +458,12 @@ impl<T: Hash + Eq + Clone> Core<T> {
     /// Gives back the memory a drained burst left behind: a queue that held 10,000 keys once
     /// would otherwise keep room for them.
     fn release_spare(&mut self) {
-        if self.entries.capacity() > 4 * SPARE {
+        if room::oversized(self.entries.capacity()) {
             let hasher = self.hasher.clone();
-            self.entries.shrink_to(SPARE, |(k, _)| hasher.hash_one(k));
+            self.entries
+                .shrink_to(room::KEPT, |(k, _)| hasher.hash_one(k));
         }
-        self.ready.release_spare(SPARE);
+        self.ready.release_spare();
     }
 
     /// Marks `key` (with `hash`) as processed; requeues it if it was added while being

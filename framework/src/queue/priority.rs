@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::room;
+
 /// How urgent a key is: higher values are handed out first.
 ///
 /// Only the order matters. controller-runtime's values are kept: live changes are added at
@@ -102,13 +104,13 @@ impl<T> ReadyQueue<T> {
         self.len
     }
 
-    /// Drops the stale slots of levels with no valid key left and, if a burst grew a level past
-    /// four times `spare`, shrinks it to `spare`.
-    pub(super) fn release_spare(&mut self, spare: usize) {
+    /// Drops the stale slots of levels with no valid key left whose room a burst grew, and
+    /// shrinks them (see [`room`]).
+    pub(super) fn release_spare(&mut self) {
         for level in &mut self.levels {
-            if level.depth == 0 && level.slots.capacity() > 4 * spare {
+            if level.depth == 0 && room::oversized(level.slots.capacity()) {
                 level.slots.clear();
-                level.slots.shrink_to(spare);
+                level.slots.shrink_to(room::KEPT);
             }
         }
     }

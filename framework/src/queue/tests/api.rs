@@ -359,7 +359,7 @@ fn a_drained_burst_gives_its_room_back_and_the_queue_still_works() {
         q.done(&key);
     }
     assert!(
-        q.key_capacity() <= 2 * crate::queue::core::SPARE,
+        q.key_capacity() <= 2 * crate::room::KEPT,
         "{} slots kept after draining",
         q.key_capacity()
     );
