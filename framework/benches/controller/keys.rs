@@ -6,25 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use kube::runtime::controller::{
-    Action as KrAction, Config as KrConfig, Controller as KrController,
-};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kubeward::cache::ObjectKey;
-use kubeward::controller::Controller;
-use kubeward::manager::{Config, Manager};
 use kubeward::testing::FakeApiServer;
 
-use super::{FAST, Load, Ours, fake_with, slots, theirs};
+use super::{FAST, Load, Stop, fake_with, slots, start_ours, start_theirs};
 
 /// Starts a controller on the fake, reconciling what the load does and what the stream names.
-type Start<T> =
-    Box<dyn FnOnce(FakeApiServer, Arc<Load>, UnboundedReceiver<T>) -> Box<dyn FnOnce() + Send>>;
+type Start<T> = Box<dyn FnOnce(FakeApiServer, Arc<Load>, UnboundedReceiver<T>) -> Stop>;
 
 /// Lets the initial list's reconciles finish, then times `FAST` keys made by `key`.
 async fn measure<T>(parked: usize, start: Start<T>, key: impl Fn(String) -> T) -> Option<Duration> {
@@ -53,30 +44,16 @@ fn send<T>(sender: &UnboundedSender<T>, keys: Vec<T>) {
 }
 
 pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<Duration> {
-    let start: Start<ObjectKey> = Box::new(move |fake, load, keys| {
-        let manager = Manager::new(fake.client(), Config::default());
-        manager.add(
-            Controller::new(Ours(load))
-                .concurrency(slots(parked, concurrency))
-                .reconcile_on(keys),
-        );
-        let token = manager.shutdown_token();
-        tokio::spawn(manager.run());
-        Box::new(move || token.cancel())
-    });
+    let slots = slots(parked, concurrency);
+    let start: Start<ObjectKey> =
+        Box::new(move |fake, load, keys| start_ours(&fake, load, slots, |c| c.reconcile_on(keys)));
     measure(parked, start, |name| ObjectKey::new(Some("default"), &name)).await
 }
 
 pub(super) async fn kube_runtime(parked: usize, concurrency: usize) -> Option<Duration> {
+    let slots = slots(parked, concurrency);
     let start: Start<ObjectRef<ConfigMap>> = Box::new(move |fake, load, keys| {
-        let api: Api<ConfigMap> = Api::all(fake.client());
-        let config = KrConfig::default().concurrency(slots(parked, concurrency));
-        let run = KrController::new(api, watcher::Config::default())
-            .with_config(config)
-            .reconcile_on(keys)
-            .run(theirs, |_, _, _| KrAction::await_change(), load);
-        let task = tokio::spawn(run.for_each(|_| async {}));
-        Box::new(move || task.abort())
+        start_theirs(&fake, load, slots, |c| c.reconcile_on(keys))
     });
     measure(parked, start, |name| {
         ObjectRef::new(&name).within("default")

@@ -28,10 +28,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::ResourceExt as _;
 use kube::api::ObjectMeta;
-use kubeward::controller::{Action, Context, Reconciler};
+use kube::runtime::controller::{
+    Action as KrAction, Config as KrConfig, Controller as KrController,
+};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt as _};
+use kubeward::controller::{Action, Context, Controller, Reconciler};
+use kubeward::manager::{Config, Manager};
 use kubeward::testing::FakeApiServer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -126,6 +132,40 @@ async fn theirs(
 ) -> Result<kube::runtime::controller::Action, std::convert::Infallible> {
     load.reconcile(&cm.name_any()).await;
     Ok(kube::runtime::controller::Action::await_change())
+}
+
+/// Stops a controller started by [`start_ours`] or [`start_theirs`].
+type Stop = Box<dyn FnOnce() + Send>;
+
+/// Runs kubeward's controller over `load` on the fake, `slots` reconciles at once, as `with`
+/// completes it.
+fn start_ours(
+    fake: &FakeApiServer,
+    load: Arc<Load>,
+    slots: u16,
+    with: impl FnOnce(Controller<ConfigMap>) -> Controller<ConfigMap>,
+) -> Stop {
+    let manager = Manager::new(fake.client(), Config::default());
+    manager.add(with(Controller::new(Ours(load)).concurrency(slots)));
+    let token = manager.shutdown_token();
+    tokio::spawn(manager.run());
+    Box::new(move || token.cancel())
+}
+
+/// Runs kube-runtime's controller over `load` on the fake, `slots` reconciles at once, as `with`
+/// completes it.
+fn start_theirs(
+    fake: &FakeApiServer,
+    load: Arc<Load>,
+    slots: u16,
+    with: impl FnOnce(KrController<ConfigMap>) -> KrController<ConfigMap>,
+) -> Stop {
+    let api: Api<ConfigMap> = Api::all(fake.client());
+    let controller = KrController::new(api, watcher::Config::default())
+        .with_config(KrConfig::default().concurrency(slots));
+    let run = with(controller).run(theirs, |_, _, _| KrAction::await_change(), load);
+    let task = tokio::spawn(run.for_each(|_| async {}));
+    Box::new(move || task.abort())
 }
 
 fn slots(parked: usize, concurrency: usize) -> u16 {
