@@ -12,7 +12,7 @@ use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name, manifests,
 };
-use kubeward_tests::{ensure_crd, wait_for};
+use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use parking_lot::Mutex;
 
 /// The controller name declared in `#[controller(name = ...)]` of the example.
@@ -128,18 +128,12 @@ async fn bind_service_account(
 }
 
 fn reconcile_errors(manager: &prometheus::Registry) -> f64 {
-    manager
-        .gather()
-        .iter()
-        .filter(|f| f.name() == "controller_runtime_reconcile_errors_total")
-        .flat_map(|f| f.get_metric().iter())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "controller" && l.value() == CONTROLLER)
-        })
-        .map(|m| m.get_counter().get_value())
-        .sum()
+    metric_sum(
+        manager,
+        "controller_runtime_reconcile_errors_total",
+        ("controller", CONTROLLER),
+        |m| m.get_counter().get_value(),
+    )
 }
 
 /// The warnings and errors logged on this thread; with a current-thread runtime that is every

@@ -16,7 +16,7 @@ use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro, generated_name,
 };
-use kubeward_tests::{ensure_crd, wait_for};
+use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -417,18 +417,9 @@ impl Reconciler<ConfigMap> for Troubled {
 // ANCHOR_END: error_policy
 
 fn counter(manager_registry: &prometheus::Registry, family: &str, controller: &str) -> f64 {
-    manager_registry
-        .gather()
-        .iter()
-        .filter(|f| f.name() == family)
-        .flat_map(|f| f.get_metric().iter())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "controller" && l.value() == controller)
-        })
-        .map(|m| m.get_counter().get_value())
-        .sum()
+    metric_sum(manager_registry, family, ("controller", controller), |m| {
+        m.get_counter().get_value()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

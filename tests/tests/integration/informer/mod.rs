@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use kubeward::cache::Deleted;
 use kubeward::informer::{self, Factory, SharedInformer, handler_fns};
 use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward_tests::{event_about_a_config_map, wait_for};
 
 mod cached;
 mod crd;
@@ -289,21 +289,7 @@ pub(crate) async fn etcdctl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<
 }
 
 fn event(ns: &str, name: &str) -> Event {
-    Event {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        involved_object: ObjectReference {
-            kind: Some("ConfigMap".into()),
-            name: Some("subject".into()),
-            namespace: Some(ns.into()),
-            ..ObjectReference::default()
-        },
-        reason: Some("Testing".into()),
-        message: Some("an event for the informer".into()),
-        ..Event::default()
-    }
+    event_about_a_config_map(ns, name, "an event for the informer")
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use kube::Api;
 use kubeward::controller::Controller;
 use kubeward::manager::Config;
 use kubeward::testing::ControlPlane;
+use kubeward_tests::metric_sum;
 use tokio::time::Instant;
 
 use super::summary::Row;
@@ -118,16 +119,7 @@ fn resident_bytes() -> anyhow::Result<u64> {
 
 /// The value of gauge `family` for `name` (the queue's name is the controller's).
 fn gauge(registry: &prometheus::Registry, family: &str, name: &str) -> f64 {
-    registry
-        .gather()
-        .iter()
-        .filter(|f| f.name() == family)
-        .flat_map(|f| f.get_metric().iter())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "name" && l.value() == name)
-        })
-        .map(|m| m.get_gauge().get_value())
-        .sum()
+    metric_sum(registry, family, ("name", name), |m| {
+        m.get_gauge().get_value()
+    })
 }

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeward::controller::Controller;
 use kubeward::informer;
 use kubeward::manager::Config;
 use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward_tests::{event_about_a_config_map, wait_for};
 use tokio::time::Instant;
 
 use super::summary::Row;
@@ -160,19 +160,5 @@ pub(super) async fn compacted_history(cp: &ControlPlane) -> anyhow::Result<Vec<R
 }
 
 fn event(ns: &str, name: &str) -> Event {
-    Event {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        involved_object: ObjectReference {
-            kind: Some("ConfigMap".into()),
-            name: Some("subject".into()),
-            namespace: Some(ns.into()),
-            ..ObjectReference::default()
-        },
-        reason: Some("Testing".into()),
-        message: Some("an event for the reliability suite".into()),
-        ..Event::default()
-    }
+    event_about_a_config_map(ns, name, "an event for the reliability suite")
 }
