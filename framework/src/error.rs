@@ -113,7 +113,11 @@ mod tests {
     use super::*;
 
     fn conflict() -> kube::Error {
-        kube::Error::Api(kube::core::Status::failure("the object has been modified", "Conflict").with_code(409).boxed())
+        kube::Error::Api(
+            kube::core::Status::failure("the object has been modified", "Conflict")
+                .with_code(409)
+                .boxed(),
+        )
     }
 
     fn reconcile(step: u8) -> Result<(), Error> {

@@ -63,7 +63,9 @@ pub use error::Error;
 pub mod prelude {
     pub use crate::controller::{Action, Context, Controller, ErrorAction, Predicate, Reconciler};
     pub use crate::manager::Manager;
-    pub use crate::reconcile::{Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition};
+    pub use crate::reconcile::{
+        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition,
+    };
     pub use kubeward_macros::Controller;
 }
 

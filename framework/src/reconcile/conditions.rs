@@ -136,7 +136,8 @@ impl Conditions {
     }
 
     fn has_status(&self, type_: &str, status: ConditionStatus) -> bool {
-        self.find(type_).is_some_and(|c| c.status == status.as_str())
+        self.find(type_)
+            .is_some_and(|c| c.status == status.as_str())
     }
 }
 
@@ -211,7 +212,10 @@ mod tests {
         list.set(stamped("Ready", ConditionStatus::True, "Up", 10));
         assert!(list.set(stamped("Ready", ConditionStatus::True, "StillUp", 20)));
         let ready = list.find("Ready").expect("Ready is set");
-        assert_eq!((ready.reason.as_str(), &ready.last_transition_time), ("StillUp", &at(10)));
+        assert_eq!(
+            (ready.reason.as_str(), &ready.last_transition_time),
+            ("StillUp", &at(10))
+        );
     }
 
     #[test]
@@ -230,7 +234,10 @@ mod tests {
         let mut next = stamped("Ready", ConditionStatus::True, "Up", 20);
         next.observed_generation = Some(2);
         assert!(list.set(next));
-        assert_eq!(list.find("Ready").map(|c| c.observed_generation), Some(Some(2)));
+        assert_eq!(
+            list.find("Ready").map(|c| c.observed_generation),
+            Some(Some(2))
+        );
     }
 
     #[test]
@@ -247,7 +254,12 @@ mod tests {
     #[test]
     fn unknown_is_neither_true_nor_false() {
         let mut list = Conditions::default();
-        list.set(condition("Ready", ConditionStatus::Unknown, "Pending", "waiting"));
+        list.set(condition(
+            "Ready",
+            ConditionStatus::Unknown,
+            "Pending",
+            "waiting",
+        ));
         assert!(!list.is_true("Ready") && !list.is_false("Ready"));
     }
 

@@ -1,4 +1,4 @@
-//! Compares objects as JSON: whether an apply would change anything, and merge-patch diffs.
+//! Compares objects as JSON: whether an apply or a status write would change anything.
 
 use serde_json::{Map, Value};
 
@@ -44,40 +44,33 @@ fn within(fields: &Value, desired: &Value) -> bool {
     let Some(fields) = fields.as_object() else {
         return true;
     };
-    fields.iter().all(|(key, sub)| match key.strip_prefix("f:") {
-        Some(name) => desired
-            .get(name)
-            .is_some_and(|value| !value.is_null() && within(sub, value)),
-        None => true,
-    })
+    fields
+        .iter()
+        .all(|(key, sub)| match key.strip_prefix("f:") {
+            Some(name) => desired
+                .get(name)
+                .is_some_and(|value| !value.is_null() && within(sub, value)),
+            None => true,
+        })
 }
 
-/// The JSON merge patch that turns `old` into `new`: changed and added fields, `null` for
-/// removed ones, lists whole; `None` when they are equal.
-pub(super) fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
-    let (Value::Object(old), Value::Object(new)) = (old, new) else {
-        return (old != new).then(|| new.clone());
-    };
-    let mut patch = Map::new();
-    for (key, before) in old {
-        if !before.is_null() && new.get(key).is_none_or(Value::is_null) {
-            patch.insert(key.clone(), Value::Null);
-        }
+/// Whether `a` and `b` are the same JSON once null fields are dropped (serializers differ in
+/// whether they write `None` as null or leave it out; the API server stores neither).
+pub(super) fn same(a: &Value, b: &Value) -> bool {
+    without_nulls(a) == without_nulls(b)
+}
+
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect::<Map<String, Value>>(),
+        ),
+        Value::Array(list) => Value::Array(list.iter().map(without_nulls).collect()),
+        other => other.clone(),
     }
-    for (key, after) in new {
-        if after.is_null() {
-            continue;
-        }
-        let change = match old.get(key) {
-            Some(before) if before.is_object() && after.is_object() => merge_diff(before, after),
-            Some(before) if before == after => None,
-            _ => Some(after.clone()),
-        };
-        if let Some(change) = change {
-            patch.insert(key.clone(), change);
-        }
-    }
-    (!patch.is_empty()).then_some(Value::Object(patch))
 }
 
 fn is_empty(value: &Value) -> bool {
@@ -122,7 +115,10 @@ mod tests {
     #[test]
     fn empty_and_null_desired_fields_match_missing_ones() {
         let cached = json!({ "metadata": { "name": "a" } });
-        assert!(covers(&cached, &json!({ "metadata": { "name": "a", "labels": {} }, "data": null, "list": [] })));
+        assert!(covers(
+            &cached,
+            &json!({ "metadata": { "name": "a", "labels": {} }, "data": null, "list": [] })
+        ));
     }
 
     #[test]
@@ -135,21 +131,38 @@ mod tests {
             ] },
             "data": { "k": "v", "old": "x", "z": "z" }
         });
-        assert!(!applied_fields_within(&cached, "me", &json!({ "data": { "k": "v" } })));
-        assert!(applied_fields_within(&cached, "me", &json!({ "data": { "k": "v", "old": "x" } })));
-        assert!(!applied_fields_within(&cached, "stranger", &json!({ "data": { "k": "v" } })));
-        assert!(applied_fields_within(&json!({ "data": {} }), "me", &json!({ "data": {} })));
+        assert!(!applied_fields_within(
+            &cached,
+            "me",
+            &json!({ "data": { "k": "v" } })
+        ));
+        assert!(applied_fields_within(
+            &cached,
+            "me",
+            &json!({ "data": { "k": "v", "old": "x" } })
+        ));
+        assert!(!applied_fields_within(
+            &cached,
+            "stranger",
+            &json!({ "data": { "k": "v" } })
+        ));
+        assert!(applied_fields_within(
+            &json!({ "data": {} }),
+            "me",
+            &json!({ "data": {} })
+        ));
     }
 
     #[test]
-    fn a_merge_diff_holds_changes_additions_and_nulls_for_removals() {
-        let old = json!({ "a": 1, "b": { "c": 1, "d": 2 }, "e": [1], "gone": "x" });
-        let new = json!({ "a": 1, "b": { "c": 1, "d": 3 }, "e": [1, 2], "f": "new", "n": null });
-        assert_eq!(
-            merge_diff(&old, &new),
-            Some(json!({ "b": { "d": 3 }, "e": [1, 2], "f": "new", "gone": null }))
-        );
-        assert_eq!(merge_diff(&old, &old), None);
-        assert_eq!(merge_diff(&Value::Null, &json!({ "a": 1 })), Some(json!({ "a": 1 })));
+    fn null_fields_do_not_make_objects_differ_but_values_do() {
+        let a = json!({ "a": 1, "b": { "c": null }, "list": [{ "x": null, "y": "" }] });
+        let b = json!({ "a": 1, "b": {}, "list": [{ "y": "" }] });
+        assert!(same(&a, &b));
+        assert!(!same(
+            &a,
+            &json!({ "a": 2, "b": {}, "list": [{ "y": "" }] })
+        ));
+        assert!(!same(&a, &json!({ "a": 1, "b": {}, "list": [] })));
+        assert!(same(&Value::Null, &Value::Null));
     }
 }

@@ -123,12 +123,16 @@ impl Error {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::Namespace;
-    use super::*;
 
     fn answer(code: u16) -> kube::Error {
-        kube::Error::Api(kube::core::Status::failure("no", "Forbidden").with_code(code).boxed())
+        kube::Error::Api(
+            kube::core::Status::failure("no", "Forbidden")
+                .with_code(code)
+                .boxed(),
+        )
     }
 
     #[test]

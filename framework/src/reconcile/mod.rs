@@ -8,7 +8,7 @@
 //! | create or update an owned object | [`ctx.apply(&owner, child)`](crate::controller::Context::apply) | `SetControllerReference` + `CreateOrPatch` |
 //! | delete owned objects no longer produced | [`ctx.prune::<C>(&owner, &keep)`](crate::controller::Context::prune) | (by hand) |
 //! | list owned objects from the cache | [`ctx.owned::<C>(&owner)`](crate::controller::Context::owned) | `List` with a field index |
-//! | write status if it changed | [`ctx.patch_status(&obj, &status)`](crate::controller::Context::patch_status) | `Status().Patch` with `MergeFrom` |
+//! | write status if it changed | [`ctx.patch_status(&obj, &status)`](crate::controller::Context::patch_status) | `Status().Patch` with `MergeFromWithOptimisticLock` |
 //! | conditions | [`Conditions::set`], [`find`](Conditions::find), [`is_true`](Conditions::is_true), ... | `meta.SetStatusCondition`, ... |
 //! | ignore a 404 | [`IgnoreNotFound::ignore_not_found`] | `client.IgnoreNotFound` |
 //!
@@ -18,15 +18,17 @@
 //!   the type exists and conditions move freely between kubeward and other kube-rs code. The
 //!   kit adds only the list, [`Conditions`], whose JSON schema carries apimachinery's
 //!   validation (status `True`/`False`/`Unknown`, `date-time` transition times, reason and type
-//!   patterns and lengths, `observedGeneration >= 0`, a list map keyed by `type`) and a
+//!   patterns and lengths, `observedGeneration >= 0`, a list map keyed by `type`; `message` is
+//!   nullable so that an empty one passes the local kube-apiserver 1.20) and a
 //!   description on every field, inline, so kube's `CustomResource` derive puts it into a
 //!   structural schema the API server accepts.
 //! - **Applies are server-side applies that skip unchanged objects** by comparing with the
 //!   controller's cache of the owned kind: a steady-state reconcile sends no write.
-//! - **Status is written with a merge patch of the difference** and a resourceVersion
-//!   precondition: other writers' fields are never sent, and a concurrent change is a 409
-//!   Conflict rather than a lost update. Server-side apply on status would instead make the
-//!   controller the owner of every field it sends back, other writers' conditions included.
+//! - **Status is replaced with a JSON Patch under a resourceVersion precondition**, only when
+//!   it differs: fields the caller dropped are dropped, a concurrent change is a 409 Conflict
+//!   (never a lost update), and the caller starts from the status it read, so others' fields
+//!   survive. Not server-side apply: the controller would become the owner of every field it
+//!   sends back, other writers' conditions included.
 //! - **Errors name what is missing**: a 403 becomes [`Error::Forbidden`] with the verb,
 //!   resource, group and namespace the controller's RBAC lacks.
 //!

@@ -49,10 +49,19 @@ mod tests {
 
     #[test]
     fn only_a_404_becomes_none() {
-        assert!(matches!(Ok::<u8, kube::Error>(1).ignore_not_found(), Ok(Some(1))));
-        assert!(matches!(Err::<u8, _>(answer(404)).ignore_not_found(), Ok(None)));
+        assert!(matches!(
+            Ok::<u8, kube::Error>(1).ignore_not_found(),
+            Ok(Some(1))
+        ));
+        assert!(matches!(
+            Err::<u8, _>(answer(404)).ignore_not_found(),
+            Ok(None)
+        ));
         assert!(Err::<u8, _>(answer(403)).ignore_not_found().is_err());
-        let kit = Error::Api { action: "deleting".into(), source: Box::new(answer(404)) };
+        let kit = Error::Api {
+            action: "deleting".into(),
+            source: Box::new(answer(404)),
+        };
         assert!(matches!(Err::<u8, _>(kit).ignore_not_found(), Ok(None)));
     }
 }

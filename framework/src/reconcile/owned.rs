@@ -22,11 +22,15 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// [`Error::NotCached`] when the controller keeps no cache of `C` (declare that it owns
     /// `C`); [`Error::Incomplete`] when `owner` has no uid.
     pub fn owned<C: Watchable>(&self, owner: &K) -> Result<Vec<Arc<C>>, Error> {
-        let uid = owner.meta().uid.as_deref().ok_or_else(|| Error::Incomplete {
-            kind: K::kind(&()).into_owned(),
-            name: owner.meta().name.clone().unwrap_or_default(),
-            missing: "metadata.uid",
-        })?;
+        let uid = owner
+            .meta()
+            .uid
+            .as_deref()
+            .ok_or_else(|| Error::Incomplete {
+                kind: K::kind(&()).into_owned(),
+                name: owner.meta().name.clone().unwrap_or_default(),
+                missing: "metadata.uid",
+            })?;
         let informer = self.informer_of::<C>().ok_or_else(|| Error::NotCached {
             kind: C::kind(&()).into_owned(),
         })?;
@@ -84,7 +88,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     }
 
     /// The object of `C` with this namespace and name in the controller's cache of `C`.
-    pub(super) fn cached<C: Watchable>(&self, namespace: Option<&str>, name: &str) -> Option<Arc<C>> {
+    pub(super) fn cached<C: Watchable>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<C>> {
         let informer = self.informer_of::<C>()?;
         informer.store().get(&ObjectKey::new(namespace, name))
     }
@@ -92,7 +100,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// The informer of `C` the controller's manager already runs for the namespace it watches
     /// (one the controller owns or watches); never makes one.
     fn informer_of<C: Watchable>(&self) -> Option<SharedInformer<C>> {
-        let namespace = if C::NAMESPACED { self.namespace() } else { None };
+        let namespace = if C::NAMESPACED {
+            self.namespace()
+        } else {
+            None
+        };
         self.factory().existing(&C::url_path(&(), namespace))
     }
 }

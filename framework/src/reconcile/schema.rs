@@ -69,6 +69,11 @@ impl JsonSchema for Conditions {
                         "description": "Details for humans; may be empty.",
                         "type": "string",
                         "maxLength": 32768,
+                        // The local kube-apiserver 1.20 (built with Debian's go-openapi) refuses
+                        // any empty string as "must be of type string: null" unless the field
+                        // is nullable, and an empty message is valid. k8s-openapi's `Condition`
+                        // always writes a string and reads a null as "".
+                        "nullable": true,
                     },
                 },
             },
@@ -93,17 +98,25 @@ mod tests {
     fn the_list_is_a_map_keyed_by_type() {
         let schema = schema();
         assert_eq!(schema["x-kubernetes-list-type"], "map");
-        assert_eq!(schema["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+        assert_eq!(
+            schema["x-kubernetes-list-map-keys"],
+            serde_json::json!(["type"])
+        );
     }
 
     #[test]
     fn every_field_is_described_and_the_required_ones_are_metav1s() {
         let schema = schema();
         let items = &schema["items"];
-        let properties = items["properties"].as_object().expect("items have properties");
+        let properties = items["properties"]
+            .as_object()
+            .expect("items have properties");
         assert_eq!(properties.len(), 6);
         for (name, property) in properties {
-            assert!(property["description"].is_string(), "{name} has no description");
+            assert!(
+                property["description"].is_string(),
+                "{name} has no description"
+            );
         }
         assert_eq!(
             items["required"],
@@ -115,12 +128,27 @@ mod tests {
     fn the_fields_carry_apimachinerys_validation() {
         let schema = schema();
         let field = |name: &str| schema["items"]["properties"][name].clone();
-        assert_eq!(field("status")["enum"], serde_json::json!(["True", "False", "Unknown"]));
+        assert_eq!(
+            field("status")["enum"],
+            serde_json::json!(["True", "False", "Unknown"])
+        );
         assert_eq!(field("lastTransitionTime")["format"], "date-time");
         assert_eq!(field("reason")["pattern"], REASON_PATTERN);
-        assert_eq!((field("reason")["minLength"].clone(), field("reason")["maxLength"].clone()), (1.into(), 1024.into()));
+        assert_eq!(
+            (
+                field("reason")["minLength"].clone(),
+                field("reason")["maxLength"].clone()
+            ),
+            (1.into(), 1024.into())
+        );
         assert_eq!(field("message")["maxLength"], 32768);
-        assert_eq!((field("type")["pattern"].clone(), field("type")["maxLength"].clone()), (TYPE_PATTERN.into(), 316.into()));
+        assert_eq!(
+            (
+                field("type")["pattern"].clone(),
+                field("type")["maxLength"].clone()
+            ),
+            (TYPE_PATTERN.into(), 316.into())
+        );
         assert_eq!(field("observedGeneration")["minimum"], 0);
     }
 }

@@ -3,15 +3,13 @@
 use std::fmt::Debug;
 
 use kube::Resource;
-use kube::api::{Patch, PatchParams};
-use kube::core::Request;
 use kube::core::object::HasStatus;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::Error;
-use super::diff::merge_diff;
+use super::diff::same;
 use crate::controller::Context;
 
 impl<K> Context<K>
@@ -22,12 +20,12 @@ where
     /// Makes `status` the status of `obj` (as read, e.g. the object being reconciled), and
     /// returns whether it wrote: nothing is sent when `obj` already has that status.
     ///
-    /// The write is a JSON merge patch of the status subresource holding only the difference
-    /// (`null` for fields `status` no longer has) with `obj`'s resourceVersion as a precondition:
-    /// fields nobody changed are not sent, so other writers keep theirs, and a status that
-    /// changed since `obj` was read fails with 409 Conflict instead of being overwritten (the
-    /// next reconcile sees the new state). A status edited by hand is put back, whatever its
-    /// observedGeneration says.
+    /// The write replaces the status subresource with `status` (a JSON Patch) under `obj`'s
+    /// resourceVersion as a precondition: a status another writer changed since `obj` was read
+    /// fails with 409 Conflict instead of being overwritten, and the next reconcile, which
+    /// sees that change, builds on it. Start `status` from `obj`'s status
+    /// (`obj.status.clone().unwrap_or_default()`) to keep what others wrote. A status edited by
+    /// hand is put back, whatever its observedGeneration says.
     ///
     /// # Errors
     /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
@@ -43,18 +41,29 @@ where
         };
         let current = json("current", serde_json::to_value(obj.status()))?;
         let desired = json("desired", serde_json::to_value(status))?;
-        let Some(change) = merge_diff(&current, &desired) else {
+        if same(&current, &desired) {
             return Ok(false);
-        };
-        let patch = json!({
-            "metadata": { "resourceVersion": meta.resource_version },
-            "status": change,
-        });
+        }
+        // The resourceVersion the patched object carries is the update's precondition.
+        let patch = json!([
+            { "op": "add", "path": "/metadata/resourceVersion", "value": meta.resource_version },
+            { "op": "add", "path": "/status", "value": desired },
+        ]);
         let namespace = meta.namespace.as_deref();
         let fail = |e| Error::request::<K>("patch", Some("status"), namespace, name, e);
-        let request = Request::new(K::url_path(&(), namespace))
-            .patch_subresource("status", name, &PatchParams::default(), &Patch::Merge(&patch))
-            .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
+        let body = serde_json::to_vec(&patch).map_err(|source| Error::Json {
+            what: format!("the status patch of {} {name}", K::kind(&())),
+            source,
+        })?;
+        let request =
+            http::Request::patch(format!("{}/{name}/status", K::url_path(&(), namespace)))
+                .header(http::header::CONTENT_TYPE, "application/json-patch+json")
+                .body(body)
+                .map_err(|e| {
+                    fail(kube::Error::BuildRequest(
+                        kube::core::request::Error::BuildRequest(e),
+                    ))
+                })?;
         self.client().request_text(request).await.map_err(fail)?;
         Ok(true)
     }
