@@ -5,6 +5,7 @@ use super::Error;
 /// Treats a 404 Not Found answer as `Ok(None)`, like controller-runtime's `client.IgnoreNotFound`.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn demo(configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) -> Result<(), kube::Error> {
 /// use kubeward::reconcile::IgnoreNotFound as _;
 ///
