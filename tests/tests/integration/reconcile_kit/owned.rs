@@ -62,7 +62,7 @@ async fn apply_sets_the_controller_owner_and_field_manager_and_an_unchanged_reco
     let round = running.reconciled("2").await?;
     let after = writes.all_but_events();
     assert!(!round.wrote_status, "the status was already as wanted");
-    // The only write between the two is the test's own annotation patch (an admin client).
+    // The test patches the annotation through another client, which is not counted.
     assert_eq!(
         after[before.len()..],
         [] as [String; 0],
