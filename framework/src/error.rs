@@ -22,17 +22,7 @@ impl Error {
     /// The [`kube::Error`] this error is or was caused by: the first in its source chain.
     #[must_use]
     pub fn kube(&self) -> Option<&kube::Error> {
-        let mut next: Option<&(dyn StdError + 'static)> = Some(self.0.as_ref());
-        while let Some(error) = next {
-            if let Some(kube) = error.downcast_ref::<kube::Error>() {
-                return Some(kube);
-            }
-            if let Some(boxed) = error.downcast_ref::<Box<kube::Error>>() {
-                return Some(boxed);
-            }
-            next = error.source();
-        }
-        None
+        kube_cause(self.0.as_ref())
     }
 
     /// The error held, if it is an `E`.
@@ -64,6 +54,22 @@ impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.0.source()
     }
+}
+
+/// The first [`kube::Error`] in the source chain of `error`, itself included (also when boxed,
+/// as the kit's errors hold it): for the worker to classify any reconciler's error.
+pub(crate) fn kube_cause<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a kube::Error> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(kube) = error.downcast_ref::<kube::Error>() {
+            return Some(kube);
+        }
+        if let Some(boxed) = error.downcast_ref::<Box<kube::Error>>() {
+            return Some(boxed);
+        }
+        next = error.source();
+    }
+    None
 }
 
 /// `From` for the errors a reconcile meets: `Error` itself is a `std::error::Error` (the
