@@ -1,4 +1,5 @@
 //! Runnable kubeward programs (in `src/bin/`) and the example operator they share.
 
 pub mod configmap_generator;
+pub mod reconcile_kit;
 pub mod triggers;

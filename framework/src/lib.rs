@@ -44,21 +44,28 @@
 
 pub mod cache;
 pub mod controller;
+mod error;
 pub mod informer;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod rbac;
+pub mod reconcile;
 mod room;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use error::Error;
+
 /// The names most operators use (`Controller` is both the builder and the derive).
 pub mod prelude {
     pub use crate::controller::{Action, Context, Controller, ErrorAction, Predicate, Reconciler};
     pub use crate::manager::Manager;
+    pub use crate::reconcile::{
+        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition,
+    };
     pub use kubeward_macros::Controller;
 }
 

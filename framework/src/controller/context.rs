@@ -100,6 +100,16 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         informer.store()
     }
 
+    /// The manager's informer factory (for the reconcile kit's cache look-ups).
+    pub(crate) fn factory(&self) -> &Factory {
+        &self.inner.factory
+    }
+
+    /// The one namespace the manager watches, `None` for all.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.inner.namespace.as_deref()
+    }
+
     /// The event recorder, for Kubernetes Events on any object.
     #[must_use]
     pub fn recorder(&self) -> &Recorder {

@@ -203,6 +203,23 @@ impl Factory {
             .expect("invariant: a factory entry's key holds the TypeId of its informer's type")
     }
 
+    /// The informer of `K` over the URL path `url` without selectors, if one was made; never
+    /// makes one.
+    pub(crate) fn existing<K: 'static>(&self, url: &str) -> Option<SharedInformer<K>> {
+        let key = InformerKey {
+            type_id: TypeId::of::<K>(),
+            url: url.to_owned(),
+            labels: None,
+            fields: None,
+        };
+        let informers = self.informers.lock();
+        informers
+            .get(&key)?
+            .typed
+            .downcast_ref::<SharedInformer<K>>()
+            .cloned()
+    }
+
     /// Starts every informer made so far that is not running yet; call again after making more.
     ///
     /// # Errors

@@ -10,4 +10,5 @@ mod informer;
 mod leader;
 mod manager;
 mod metrics;
+mod reconcile_kit;
 mod reliability;

@@ -1,0 +1,59 @@
+//! Writes what a reconcile produces: owned objects, status and conditions, with few requests.
+//!
+//! The pieces controller-runtime users know from `controllerutil`, `meta` and `client`, as
+//! methods of the [`Context`](crate::controller::Context) and a conditions list:
+//!
+//! | need | kubeward | controller-runtime |
+//! | --- | --- | --- |
+//! | create or update an owned object | [`ctx.apply(&owner, child)`](crate::controller::Context::apply) | `SetControllerReference` + `CreateOrPatch` |
+//! | delete owned objects no longer produced | [`ctx.prune::<C>(&owner, &keep)`](crate::controller::Context::prune) | (by hand) |
+//! | list owned objects from the cache | [`ctx.owned::<C>(&owner)`](crate::controller::Context::owned) | `List` with a field index |
+//! | write status if it changed | [`ctx.patch_status(&obj, &status)`](crate::controller::Context::patch_status) | `Status().Patch` with `MergeFromWithOptimisticLock` |
+//! | conditions | [`Conditions::set`], [`find`](Conditions::find), [`is_true`](Conditions::is_true), ... | `meta.SetStatusCondition`, ... |
+//! | ignore a 404 | [`IgnoreNotFound::ignore_not_found`] | `client.IgnoreNotFound` |
+//!
+//! Choices, and why:
+//!
+//! - **Conditions are k8s-openapi's `metav1.Condition`** ([`Condition`]), so no second copy of
+//!   the type exists and conditions move freely between kubeward and other kube-rs code. The
+//!   kit adds only the list, [`Conditions`], whose JSON schema carries apimachinery's
+//!   validation (status `True`/`False`/`Unknown`, `date-time` transition times, reason and type
+//!   patterns and lengths, `observedGeneration >= 0`, a list map keyed by `type`; `message` is
+//!   nullable so that an empty one passes the local kube-apiserver 1.20) and a
+//!   description on every field, inline, so kube's `CustomResource` derive puts it into a
+//!   structural schema the API server accepts.
+//! - **Applies are server-side applies that skip unchanged objects** by comparing with the
+//!   controller's cache of the owned kind: a steady-state reconcile sends no write.
+//! - **Status is replaced with a JSON Patch under a resourceVersion precondition**, only when
+//!   it differs: fields the caller dropped are dropped, a concurrent change is a 409 Conflict
+//!   (never a lost update), and the caller starts from the status it read, so others' fields
+//!   survive. Not server-side apply: the controller would become the owner of every field it
+//!   sends back, other writers' conditions included.
+//! - **Errors name what is missing**: a 403 becomes [`Error::Forbidden`] with the verb,
+//!   resource, group and namespace the controller's RBAC lacks.
+//!
+//! ```
+//! use kubeward::reconcile::{ConditionStatus, Conditions, condition};
+//!
+//! let mut conditions = Conditions::default();
+//! assert!(conditions.set(condition("Ready", ConditionStatus::False, "Starting", "")));
+//! assert!(conditions.set(condition("Ready", true, "Applied", "ConfigMap up to date")));
+//! assert!(conditions.is_true("Ready"));
+//! ```
+
+mod apply;
+mod conditions;
+mod diff;
+mod error;
+mod not_found;
+mod owned;
+mod schema;
+mod status;
+
+pub use conditions::{ConditionStatus, Conditions, condition};
+pub use error::Error;
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+pub use not_found::IgnoreNotFound;
+
+/// The result of the kit's calls.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

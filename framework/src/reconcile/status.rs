@@ -1,0 +1,70 @@
+//! Writes an object's status subresource only when it differs from the status the object has.
+
+use std::fmt::Debug;
+
+use kube::Resource;
+use kube::core::object::HasStatus;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::Error;
+use super::diff::same;
+use crate::controller::Context;
+
+impl<K> Context<K>
+where
+    K: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Debug,
+    K::Status: Serialize,
+{
+    /// Makes `status` the status of `obj` (as read, e.g. the object being reconciled), and
+    /// returns whether it wrote: nothing is sent when `obj` already has that status.
+    ///
+    /// The write replaces the status subresource with `status` (a JSON Patch) under `obj`'s
+    /// resourceVersion as a precondition: a status another writer changed since `obj` was read
+    /// fails with 409 Conflict instead of being overwritten, and the next reconcile, which
+    /// sees that change, builds on it. Start `status` from `obj`'s status
+    /// (`obj.status.clone().unwrap_or_default()`) to keep what others wrote. A status edited by
+    /// hand is put back, whatever its observedGeneration says.
+    ///
+    /// # Errors
+    /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
+    /// [`Error::Api`] for any other refusal, e.g. 409 Conflict or 422 Invalid.
+    pub async fn patch_status(&self, obj: &K, status: &K::Status) -> Result<bool, Error> {
+        let meta = obj.meta();
+        let name = meta.name.as_deref().unwrap_or_default();
+        let json = |what: &str, value: Result<serde_json::Value, serde_json::Error>| {
+            value.map_err(|source| Error::Json {
+                what: format!("the {what} status of {} {name}", K::kind(&())),
+                source,
+            })
+        };
+        let current = json("current", serde_json::to_value(obj.status()))?;
+        let desired = json("desired", serde_json::to_value(status))?;
+        if same(&current, &desired) {
+            return Ok(false);
+        }
+        // The resourceVersion the patched object carries is the update's precondition.
+        let patch = json!([
+            { "op": "add", "path": "/metadata/resourceVersion", "value": meta.resource_version },
+            { "op": "add", "path": "/status", "value": desired },
+        ]);
+        let namespace = meta.namespace.as_deref();
+        let fail = |e| Error::request::<K>("patch", Some("status"), namespace, name, e);
+        let body = serde_json::to_vec(&patch).map_err(|source| Error::Json {
+            what: format!("the status patch of {} {name}", K::kind(&())),
+            source,
+        })?;
+        let request =
+            http::Request::patch(format!("{}/{name}/status", K::url_path(&(), namespace)))
+                .header(http::header::CONTENT_TYPE, "application/json-patch+json")
+                .body(body)
+                .map_err(|e| {
+                    fail(kube::Error::BuildRequest(
+                        kube::core::request::Error::BuildRequest(e),
+                    ))
+                })?;
+        self.client().request_text(request).await.map_err(fail)?;
+        Ok(true)
+    }
+}
