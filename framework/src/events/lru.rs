@@ -59,6 +59,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
     }
 
     /// How many entries it holds.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

@@ -14,7 +14,9 @@ const HASH: usize = 1 + 8;
 
 /// A new, unique Event name about the object named `object`.
 pub(crate) fn event_name(object: &str) -> String {
-    format!("{}.{:016x}", prefix(object), unique())
+    let name = format!("{}.{:016x}", prefix(object), unique());
+    debug_assert!(is_valid(&name), "event names are valid: {name}");
+    name
 }
 
 /// `object` as the first part of an Event name: unchanged when it fits and is valid, otherwise
