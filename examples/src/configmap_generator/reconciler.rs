@@ -112,6 +112,7 @@ impl Reconciler<ConfigMapGenerator> for Generator {
                     &Patch::Merge(&patch),
                 )
                 .await?;
+            // ANCHOR: event
             ctx.event(&generator).action("Apply").normal(
                 "Generated",
                 format!(
@@ -119,6 +120,7 @@ impl Reconciler<ConfigMapGenerator> for Generator {
                     generation.unwrap_or_default()
                 ),
             );
+            // ANCHOR_END: event
         }
         Ok(Action::await_change())
     }
@@ -138,12 +140,14 @@ impl Reconciler<ConfigMapGenerator> for Generator {
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => return Err(e),
         }
+        // ANCHOR: cleanup_event
         // Recording never fails, so an Event cannot keep the finalizer on the object.
         ctx.event(&generator).action("Cleanup").normal(
             "Deleted",
             format!("deleted ConfigMap {}", generated_name(&generator)),
         );
         Ok(())
+        // ANCHOR_END: cleanup_event
     }
 }
 // ANCHOR_END: reconciler
