@@ -8,13 +8,17 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
-use kube::api::{ObjectMeta, PostParams};
-use kube::{Api, Client, Resource};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::{Api, Client, Resource, ResourceExt};
 use kubeward::events::Recorder;
+use kubeward::manager::{Config as ManagerConfig, Manager};
 use kubeward::metrics::Metrics;
 use kubeward::rbac::Rules;
 use kubeward::testing::{ControlPlane, events_about};
-use kubeward_tests::{metric_sum, wait_for};
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro,
+};
+use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use prometheus::Registry;
 
 const CONTROLLER: &str = "events-test";
@@ -286,4 +290,49 @@ async fn allowed(client: Client, ns: &str, user: &str, verb: &str) -> anyhow::Re
         answer.status.is_some_and(|s| s.allowed).then_some(())
     })
     .await
+}
+
+/// Issue 19: the cleanup of a generator with a 250-character name published an Event whose name
+/// kube's recorder made too long, returned the refusal with `?`, and so never removed the
+/// finalizer: the generator could not be deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("events").await?;
+    let manager = Manager::new(cp.client(), ManagerConfig::default().namespace(Some(ns.clone())));
+    manager.add(controller_without_macro());
+    let token = manager.shutdown_token();
+    let run = tokio::spawn(manager.run());
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let long = "g".repeat(250);
+    let generator = ConfigMapGenerator::new(
+        &long,
+        ConfigMapGeneratorSpec {
+            content: "x".into(),
+        },
+    );
+    let generator = generators.create(&PostParams::default(), &generator).await?;
+    wait_for(Duration::from_secs(30), "the finalizer on the generator", || async {
+        let g = generators.get(&long).await.ok()?;
+        g.finalizers().iter().any(|f| f == FINALIZER).then_some(())
+    })
+    .await?;
+    generators.delete(&long, &DeleteParams::default()).await?;
+    wait_for(Duration::from_secs(30), "the generator to be gone", || async {
+        generators.get_opt(&long).await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    wait_for(Duration::from_secs(30), "the cleanup's Deleted Event", || async {
+        let events = events_about(cp.client(), &generator).await.ok()?;
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Deleted"))
+            .then_some(())
+    })
+    .await?;
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run).await???;
+    Ok(())
 }
