@@ -178,7 +178,8 @@ impl Correlator {
                 .get_mut(object)
                 .expect("correlator invariant: a bucket just inserted is present")
         };
-        let earned = now.saturating_duration_since(bucket.refilled).as_secs_f64() / REFILL.as_secs_f64();
+        let earned =
+            now.saturating_duration_since(bucket.refilled).as_secs_f64() / REFILL.as_secs_f64();
         bucket.tokens = (bucket.tokens + earned).min(f64::from(BURST));
         bucket.refilled = now;
         if bucket.tokens >= 1.0 {
@@ -206,7 +207,13 @@ mod tests {
     }
 
     fn key(object: &str, note: &str) -> Key {
-        Key::new(&reference(object), EventType::Warning, "Failed", note, "Reconcile")
+        Key::new(
+            &reference(object),
+            EventType::Warning,
+            "Failed",
+            note,
+            "Reconcile",
+        )
     }
 
     fn created(decision: Decision) -> String {
@@ -262,7 +269,10 @@ mod tests {
         // A failure loop: a new message every second for an hour.
         for i in 0..3600 {
             let k = key("web", &format!("attempt {i} failed"));
-            if matches!(correlator.observe(&k, Instant::now()), Decision::Create { .. }) {
+            if matches!(
+                correlator.observe(&k, Instant::now()),
+                Decision::Create { .. }
+            ) {
                 writes += 1;
             }
             tokio::time::advance(Duration::from_secs(1)).await;

@@ -44,7 +44,8 @@ pub(crate) fn prefix(object: &str) -> String {
 /// separated labels of lower-case letters, digits and dashes that start and end alphanumeric.
 pub(crate) fn is_valid(name: &str) -> bool {
     let label_ok = |label: &str| {
-        let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let alnum =
+            |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         alnum(label.chars().next())
             && alnum(label.chars().last())
             && label
@@ -85,7 +86,9 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 fn unique() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     static STATE: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-    let mut hasher = STATE.get_or_init(std::hash::RandomState::new).build_hasher();
+    let mut hasher = STATE
+        .get_or_init(std::hash::RandomState::new)
+        .build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     hasher.finish()
 }

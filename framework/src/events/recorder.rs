@@ -34,10 +34,21 @@ const CAPACITY: usize = 1024;
 /// A reconcile usually records through [`Context::event`](crate::controller::Context::event).
 ///
 /// ```no_run
-/// # async fn demo(client: kube::Client, pod: k8s_openapi::api::core::v1::ObjectReference) {
-/// let recorder = kubeward::events::Recorder::new(client, "pod-janitor");
-/// recorder.about(pod.clone()).warning("Evicted", "the node ran out of memory");
-/// recorder.about(pod).action("Restart").normal("Restarted", "restarted after eviction");
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::{Api, Client, Resource};
+/// use kubeward::events::Recorder;
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), kube::Error> {
+/// let client = Client::try_default().await?;
+/// let recorder = Recorder::new(client.clone(), "pod-janitor");
+/// let pod = Api::<Pod>::namespaced(client, "default").get("web-0").await?;
+/// recorder.about(pod.object_ref(&())).warning("Evicted", "the node ran out of memory");
+/// recorder
+///     .about(pod.object_ref(&()))
+///     .action("Restart")
+///     .normal("Restarted", "restarted after eviction");
+/// # Ok(())
 /// # }
 /// ```
 #[doc(alias = "EventRecorder")]
@@ -270,7 +281,9 @@ mod tests {
             .capacity(1);
         // On one thread the writer cannot run before this test yields: one event fits.
         for i in 0..3 {
-            recorder.about(reference()).warning("Failed", format!("attempt {i}"));
+            recorder
+                .about(reference())
+                .warning("Failed", format!("attempt {i}"));
         }
         assert_eq!(count(&metrics, "dropped"), 2);
         // The one queued is written and fails; that is counted, not raised.
@@ -297,7 +310,9 @@ mod tests {
         };
         let metrics = Metrics::new(&Registry::new()).unwrap();
         let recorder = Recorder::new(client, "demo").metrics(&metrics);
-        recorder.about(reference()).normal("Synced", "no runtime here");
+        recorder
+            .about(reference())
+            .normal("Synced", "no runtime here");
         assert_eq!(count(&metrics, "dropped"), 1);
     }
 

@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
+use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
-use kube::Api;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -170,7 +170,12 @@ impl Writer {
         }
     }
 
-    async fn create(&self, api: &Api<Event>, write: &Write, name: String) -> Result<(), WriteError> {
+    async fn create(
+        &self,
+        api: &Api<Event>,
+        write: &Write,
+        name: String,
+    ) -> Result<(), WriteError> {
         let first = &write.first;
         let event = Event {
             metadata: ObjectMeta {
@@ -179,7 +184,7 @@ impl Writer {
                 ..ObjectMeta::default()
             },
             event_time: Some(MicroTime(first.at)),
-            series: (write.count > 1).then(|| EventSeries {
+            series: (write.count > 1).then_some(EventSeries {
                 count: write.count,
                 last_observed_time: MicroTime(write.last),
             }),
@@ -213,7 +218,11 @@ impl Writer {
         Ok(())
     }
 
-    fn count(&self, result: impl Fn(&crate::metrics::EventMetrics) -> &prometheus::IntCounter, n: u64) {
+    fn count(
+        &self,
+        result: impl Fn(&crate::metrics::EventMetrics) -> &prometheus::IntCounter,
+        n: u64,
+    ) {
         if let Some(metrics) = &self.settings.metrics {
             result(metrics).inc_by(n);
         }
