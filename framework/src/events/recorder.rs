@@ -298,6 +298,32 @@ mod tests {
         assert_eq!(count(&metrics, "created"), 0);
     }
 
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failure_loop_with_changing_notes_tries_a_bounded_number_of_writes() {
+        let metrics = Metrics::new(&Registry::new()).unwrap();
+        let recorder = Recorder::new(unreachable_client(), "demo").metrics(&metrics);
+        let handled = || count(&metrics, "failed") + count(&metrics, "limited");
+        for round in 1..=2 {
+            for i in 0..100 {
+                recorder
+                    .about(reference())
+                    .warning("Failed", format!("round {round}, attempt {i}: refused"));
+            }
+            tokio::time::timeout(Duration::from_secs(30), async {
+                while handled() < round * 100 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .expect("every event to be tried or limited within 30 s");
+        }
+        // Every write fails; each spent a token of the object's budget of 25, and a failure gives
+        // none back, so the second round (well within the 5 minutes a token takes) writes nothing.
+        assert_eq!(count(&metrics, "failed"), 25);
+        assert_eq!(count(&metrics, "limited"), 175);
+        assert_eq!(count(&metrics, "dropped"), 0);
+    }
+
     #[test]
     fn recording_outside_a_runtime_drops_and_counts_the_event() {
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -154,10 +154,9 @@ impl Writer {
             }
             Ok(()) => self.count(|m| &m.aggregated, write.occurrences),
             Err(error) => {
-                if write.create {
-                    // The next occurrence tries a new Event rather than a count on a missing one.
-                    self.correlator.forget(&write.key);
-                }
+                // The next occurrence is a new Event, which spends a token of the object's
+                // budget: a write that keeps failing is retried a bounded number of times.
+                self.correlator.forget(&write.key);
                 self.count(|m| &m.failed, write.occurrences);
                 tracing::warn!(
                     reason = %write.first.reason,

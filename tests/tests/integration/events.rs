@@ -149,6 +149,30 @@ async fn twenty_identical_events_make_one_event_whose_series_counts_twenty() -> 
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn a_repeat_of_an_event_deleted_meanwhile_is_written_anew_with_its_count()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("events").await?;
+    let obj = config_map(cp.client(), &ns, "expiring").await?;
+    let (recorder, registry) = counted_recorder(cp.client())?;
+    recorder.about(obj.object_ref(&())).normal("Synced", "same");
+    let first = wait_for_events(cp.client(), &obj, "the first Event", |e| e.len() == 1).await?;
+    // As the API server does when an Event's hour is up.
+    let events: Api<Event> = Api::namespaced(cp.client(), &ns);
+    let first_name = first[0].metadata.name.clone().unwrap_or_default();
+    events.delete(&first_name, &DeleteParams::default()).await?;
+    recorder.about(obj.object_ref(&())).normal("Synced", "same");
+    let again = wait_for_events(cp.client(), &obj, "a new Event counting 2", |events| {
+        events.iter().any(|e| count(e) == 2)
+    })
+    .await?;
+    assert_eq!(again.len(), 1, "{again:#?}");
+    assert_ne!(again[0].metadata.name.as_deref(), Some(first_name.as_str()));
+    assert_eq!(events_total(&registry, "failed"), 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn a_changed_note_makes_a_new_event_showing_the_new_message() -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("events").await?;
