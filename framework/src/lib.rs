@@ -45,6 +45,7 @@
 pub mod cache;
 pub mod controller;
 mod error;
+pub mod events;
 pub mod informer;
 pub mod leader;
 pub mod manager;

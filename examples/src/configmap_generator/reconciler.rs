@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use serde_json::json;
@@ -113,17 +112,15 @@ impl Reconciler<ConfigMapGenerator> for Generator {
                     &Patch::Merge(&patch),
                 )
                 .await?;
-            let event = Event {
-                type_: EventType::Normal,
-                reason: "Generated".into(),
-                note: Some(format!(
+            // ANCHOR: event
+            ctx.event(&generator).action("Apply").normal(
+                "Generated",
+                format!(
                     "applied ConfigMap {name} for generation {}",
                     generation.unwrap_or_default()
-                )),
-                action: "Apply".into(),
-                secondary: None,
-            };
-            ctx.publish_event(&generator, &event).await?;
+                ),
+            );
+            // ANCHOR_END: event
         }
         Ok(Action::await_change())
     }
@@ -143,14 +140,14 @@ impl Reconciler<ConfigMapGenerator> for Generator {
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => return Err(e),
         }
-        let event = Event {
-            type_: EventType::Normal,
-            reason: "Deleted".into(),
-            note: Some(format!("deleted ConfigMap {}", generated_name(&generator))),
-            action: "Cleanup".into(),
-            secondary: None,
-        };
-        ctx.publish_event(&generator, &event).await
+        // ANCHOR: cleanup_event
+        // Recording never fails, so an Event cannot keep the finalizer on the object.
+        ctx.event(&generator).action("Cleanup").normal(
+            "Deleted",
+            format!("deleted ConfigMap {}", generated_name(&generator)),
+        );
+        Ok(())
+        // ANCHOR_END: cleanup_event
     }
 }
 // ANCHOR_END: reconciler

@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::{Client, Resource};
 
 use super::Watchable;
 use crate::cache::{ObjectKey, Store};
+use crate::events::{Recorder, Subject};
 use crate::informer::Factory;
+use crate::metrics::Metrics;
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
 pub struct Context<K> {
@@ -48,12 +48,9 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         store: Store<K>,
         factory: Arc<Factory>,
         namespace: Option<String>,
+        metrics: &Metrics,
     ) -> Self {
-        let reporter = Reporter {
-            controller: name.clone(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
-        let recorder = Recorder::new(client.clone(), reporter);
+        let recorder = Recorder::new(client.clone(), name.clone()).metrics(metrics);
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -110,19 +107,16 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         self.inner.namespace.as_deref()
     }
 
-    /// The event recorder, for Kubernetes Events on any object.
+    /// The controller's event recorder, for Kubernetes Events on any object.
     #[must_use]
     pub fn recorder(&self) -> &Recorder {
         &self.inner.recorder
     }
 
-    /// Publishes a Kubernetes Event about `obj` (shown by `kubectl describe`).
-    ///
-    /// # Errors
-    /// The API server refused the Event (e.g. RBAC: the controller needs `create` on
-    /// `events.k8s.io` events).
-    pub async fn publish_event(&self, obj: &K, event: &Event) -> Result<(), kube::Error> {
-        let reference: ObjectReference = obj.object_ref(&());
-        self.inner.recorder.publish(event, &reference).await
+    /// Starts a Kubernetes Event about `obj` (shown by `kubectl events`):
+    /// `ctx.event(&obj).normal("Generated", note)`. It never fails and never waits; see
+    /// [`Recorder`] for aggregation, rate limits and failures.
+    pub fn event(&self, obj: &K) -> Subject<'_> {
+        self.inner.recorder.about(obj.object_ref(&()))
     }
 }

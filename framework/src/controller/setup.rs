@@ -96,6 +96,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             informer.store(),
             Arc::clone(factory),
             namespace.map(str::to_owned),
+            metrics,
         );
         let shared = Arc::new(Shared {
             ctx,

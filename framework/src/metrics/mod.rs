@@ -1,10 +1,12 @@
 //! Exposes controller-runtime's metric families, so existing dashboards and alerts work unchanged.
 //!
 //! Every family has controller-runtime's name, type, labels and buckets. Next to them come the
-//! informers' own `kubeward_informer_*` families and the `process_*` families. [`REFERENCE`]
+//! informers' own `kubeward_informer_*` families, the Event recorders' `kubeward_events_total`
+//! and the `process_*` families. [`REFERENCE`]
 //! lists them all for the book, and tests keep it in step with what is registered.
 
 mod controller;
+mod events;
 mod informer;
 mod reference;
 mod workqueue;
@@ -16,6 +18,7 @@ use prometheus::{
 };
 
 pub use controller::{ControllerMetrics, Outcome};
+pub(crate) use events::EventMetrics;
 pub use informer::InformerCollector;
 pub use reference::REFERENCE;
 pub use workqueue::WorkqueueMetrics;
@@ -53,6 +56,7 @@ pub struct Metrics {
     pub(crate) longest: GaugeVec,
     pub(crate) retries: CounterVec,
     pub(crate) leader: IntGaugeVec,
+    pub(crate) events: IntCounterVec,
 }
 
 impl Metrics {
@@ -79,6 +83,7 @@ impl Metrics {
             longest: GaugeVec::new(opts(12), queue)?,
             retries: CounterVec::new(opts(13), queue)?,
             leader: IntGaugeVec::new(opts(14), &["name"])?,
+            events: IntCounterVec::new(opts(EVENTS), &["controller", "result"])?,
         };
         registry.register(Box::new(metrics.reconcile_total.clone()))?;
         registry.register(Box::new(metrics.reconcile_errors.clone()))?;
@@ -95,6 +100,7 @@ impl Metrics {
         registry.register(Box::new(metrics.longest.clone()))?;
         registry.register(Box::new(metrics.retries.clone()))?;
         registry.register(Box::new(metrics.leader.clone()))?;
+        registry.register(Box::new(metrics.events.clone()))?;
         Ok(metrics)
     }
 
@@ -108,6 +114,11 @@ impl Metrics {
     #[must_use]
     pub fn workqueue(&self, name: &str) -> WorkqueueMetrics {
         WorkqueueMetrics::new(self, name)
+    }
+
+    /// The `kubeward_events_total` series of the Event recorder of `controller`.
+    pub(crate) fn events(&self, controller: &str) -> EventMetrics {
+        EventMetrics::new(self, controller)
     }
 
     /// Sets `leader_election_master_status{name}`.
@@ -146,6 +157,9 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
     Ok(())
 }
 
+/// Where `kubeward_events_total` is in [`REFERENCE`].
+const EVENTS: usize = 21;
+
 fn opts(index: usize) -> Opts {
     let (name, _, _, help) = REFERENCE[index];
     Opts::new(name, help)
@@ -181,6 +195,7 @@ mod tests {
         register_process(&registry).unwrap();
         let _ = metrics.controller("demo", 2);
         let _ = metrics.workqueue("demo");
+        let _ = metrics.events("demo");
         metrics.set_leader("demo", true);
         metrics
             .queue_duration

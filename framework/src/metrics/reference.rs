@@ -130,6 +130,12 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "Unix time of an informer's last complete list (absent before the first).",
     ),
     (
+        "kubeward_events_total",
+        "counter",
+        "controller, result",
+        "Events a controller recorded, by result (created, aggregated, limited, dropped, failed).",
+    ),
+    (
         "process_cpu_seconds_total",
         "counter",
         "none",

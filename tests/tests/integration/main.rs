@@ -5,6 +5,7 @@ mod chart;
 mod control_plane;
 mod controller;
 mod derive;
+mod events;
 mod fake;
 mod informer;
 mod leader;

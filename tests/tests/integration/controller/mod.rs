@@ -184,16 +184,23 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
     )
     .await?;
 
-    // Events about the deleted generator: one for its ConfigMap, one for the cleanup.
-    let reasons: Vec<String> = events_about(client.clone(), &doomed)
-        .await?
-        .into_iter()
-        .filter_map(|e| e.reason)
-        .collect();
-    assert!(
-        reasons.contains(&"Generated".to_owned()) && reasons.contains(&"Deleted".to_owned()),
-        "events about gen-2: {reasons:?}"
-    );
+    // Events about the deleted generator: one for its ConfigMap, one for the cleanup. They are
+    // written in the background, so the cleanup's may land just after the generator is gone.
+    wait_for(
+        Duration::from_secs(30),
+        "a Generated and a Deleted Event about gen-2",
+        || async {
+            let reasons: Vec<String> = events_about(client.clone(), &doomed)
+                .await
+                .ok()?
+                .into_iter()
+                .filter_map(|e| e.reason)
+                .collect();
+            (reasons.contains(&"Generated".to_owned()) && reasons.contains(&"Deleted".to_owned()))
+                .then_some(())
+        },
+    )
+    .await?;
     let untouched = generators.get("gen-3").await?;
     let reasons: Vec<String> = events_about(client.clone(), &untouched)
         .await?
