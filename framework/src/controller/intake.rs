@@ -1,7 +1,7 @@
 //! Feeds a controller's keys into the work queue of its current term, or nowhere between terms.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -21,6 +21,8 @@ pub(crate) struct Intake {
 struct Inner {
     current: RwLock<Option<(u64, WorkQueue<ObjectKey>)>>,
     terms: AtomicU64,
+    /// Whether a key came while no term was open, since the last term opened.
+    dropped: AtomicBool,
 }
 
 /// The open term of an [`Intake`]; dropping it (also when its task is aborted) closes the intake
@@ -29,20 +31,23 @@ pub(crate) struct Opened {
     intake: Intake,
     term: u64,
     queue: WorkQueue<ObjectKey>,
+    missed: bool,
 }
 
 impl Intake {
     /// Adds `key` to the current term's queue, if there is one.
     pub(crate) fn add(&self, key: ObjectKey) {
-        if let Some((_, queue)) = &*self.inner.current.read() {
-            queue.add(key);
+        match &*self.inner.current.read() {
+            Some((_, queue)) => queue.add(key),
+            None => self.inner.dropped.store(true, Ordering::Relaxed),
         }
     }
 
     /// Adds `key` with `options` to the current term's queue, if there is one.
     pub(crate) fn add_with(&self, key: ObjectKey, options: AddOptions) {
-        if let Some((_, queue)) = &*self.inner.current.read() {
-            queue.add_with(key, options);
+        match &*self.inner.current.read() {
+            Some((_, queue)) => queue.add_with(key, options),
+            None => self.inner.dropped.store(true, Ordering::Relaxed),
         }
     }
 
@@ -60,10 +65,12 @@ impl Intake {
             // Only one term runs at a time; a leftover would be a queue nobody works on.
             previous.shutdown();
         }
+        let missed = self.inner.dropped.swap(false, Ordering::Relaxed) || term > 0;
         Opened {
             intake: self.clone(),
             term,
             queue,
+            missed,
         }
     }
 }
@@ -72,6 +79,14 @@ impl Opened {
     /// The term's queue.
     pub(crate) fn queue(&self) -> &WorkQueue<ObjectKey> {
         &self.queue
+    }
+
+    /// Whether keys may have been lost before this term: some came while no term was open, or
+    /// an earlier term's queue was dropped with keys in it. Then every cached object must be
+    /// queued; otherwise (the first term, open since before the first event) the handlers'
+    /// own adds cover everything, and queuing all again could reconcile an object twice.
+    pub(crate) fn missed(&self) -> bool {
+        self.missed
     }
 }
 
@@ -96,6 +111,7 @@ mod tests {
         intake.add(ObjectKey::new(None, "before"));
         let queue = WorkQueue::new();
         let opened = intake.open(queue.clone());
+        assert!(opened.missed(), "a key came before the term");
         assert!(intake.is_open());
         intake.add(ObjectKey::new(None, "during"));
         assert_eq!(queue.len(), 1, "only the key added while open");
@@ -107,8 +123,16 @@ mod tests {
         );
         intake.add(ObjectKey::new(None, "after"));
         let next = WorkQueue::new();
-        let _opened = intake.open(next.clone());
+        let opened = intake.open(next.clone());
         assert!(next.is_empty(), "a new term starts with an empty queue");
+        assert!(opened.missed(), "a later term always starts from the cache");
+    }
+
+    #[test]
+    fn a_first_term_open_before_any_key_missed_nothing() {
+        let intake = Intake::default();
+        let opened = intake.open(WorkQueue::new());
+        assert!(!opened.missed());
     }
 
     #[test]

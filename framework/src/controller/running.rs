@@ -121,10 +121,12 @@ impl<K: Watchable> Runnable for Running<K> {
                 () = shutdown.cancelled() => return Ok(()),
             }
             let queue = opened.queue().clone();
-            // Whatever changed before this term, each cached object is reconciled once, as after
-            // an initial list; keys of deleted objects were never queued.
-            for key in wiring.informer.store().keys() {
-                queue.add_with(key, AddOptions::new().priority(Priority::LOW));
+            if opened.missed() {
+                // Whatever changed before this term, each cached object is reconciled once, as
+                // after an initial list; keys of deleted objects are not queued.
+                for key in wiring.informer.store().keys() {
+                    queue.add_with(key, AddOptions::new().priority(Priority::LOW));
+                }
             }
             tracing::info!(controller = %name, workers = wiring.concurrency, queued = queue.len(), "starting workers");
             let mut workers = JoinSet::new();

@@ -15,7 +15,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
-use crate::leader::{LeaderElector, Leadership};
+use crate::leader::{LeaderElector, Leadership, Status};
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
 ///
@@ -39,24 +39,37 @@ struct Lead {
 }
 
 impl Election {
-    /// Until when the work of a lost term may finish: while no other replica can have taken the
-    /// Lease (its last renewal began plus the lease duration, as the others count it), and
-    /// never past the graceful shutdown timeout; now, if another replica holds it already.
+    /// Until when the work of the term just lost may finish; see [`work_may_finish_by`].
     fn in_flight_until(&self, graceful: Duration) -> Instant {
-        let now = Instant::now();
-        let status = self.leadership.status();
-        if status
-            .holder
-            .as_deref()
-            .is_some_and(|holder| holder != &*status.identity)
-        {
-            return now;
-        }
-        let Some(last) = status.term.or(status.last_term) else {
-            return now;
-        };
-        (last.renewed_at + self.lease_duration).clamp(now, now + graceful)
+        work_may_finish_by(
+            &self.leadership.status(),
+            self.lease_duration,
+            graceful,
+            Instant::now(),
+        )
     }
+}
+
+/// Until when the work of a lost term may finish: while no other replica can have taken the
+/// Lease (the last renewal began, plus the lease duration, as the others count it), never past
+/// the graceful shutdown timeout; `now` if another replica holds the Lease already.
+fn work_may_finish_by(
+    status: &Status,
+    lease_duration: Duration,
+    graceful: Duration,
+    now: Instant,
+) -> Instant {
+    if status
+        .holder
+        .as_deref()
+        .is_some_and(|holder| holder != &*status.identity)
+    {
+        return now;
+    }
+    let Some(last) = status.term.or(status.last_term) else {
+        return now;
+    };
+    (last.renewed_at + lease_duration).clamp(now, now + graceful)
 }
 
 /// Waits until `leadership` leads; never, without leader election.
@@ -119,7 +132,7 @@ impl Manager {
         let mut tasks = JoinSet::new();
         let mut gated = JoinSet::new();
         for runnable in free {
-            self.spawn(&mut tasks, runnable, self.shutdown.child_token());
+            Self::spawn(&mut tasks, runnable, self.shutdown.child_token());
         }
         let mut to_lead = election.as_ref().map(|e| e.leadership.clone());
         let mut to_lose = to_lead.clone();
@@ -151,9 +164,9 @@ impl Manager {
                     term = Some(self.start_term(&mut gated, &mut leader_only, standby));
                 }
                 () = wait_lost(to_lose.as_mut()), if term.is_some() => {
-                    let ended = term.take().expect("this branch runs only during a term");
-                    let Some(election) = &election else {
-                        unreachable!("a term starts only with leader election on");
+                    // A term runs only with leader election on.
+                    let (Some(ended), Some(election)) = (term.take(), &election) else {
+                        continue;
                     };
                     let lease = election.lease.clone();
                     let led_for = ended.since.elapsed();
@@ -220,7 +233,7 @@ impl Manager {
                     None => run_once.push(runnable.name()),
                 }
             }
-            self.spawn(gated, runnable, token.clone());
+            Self::spawn(gated, runnable, token.clone());
         }
         *leader_only = next;
         if !run_once.is_empty() {
@@ -264,12 +277,7 @@ impl Manager {
         }
     }
 
-    fn spawn(
-        &self,
-        tasks: &mut JoinSet<Ended>,
-        runnable: Box<dyn Runnable>,
-        token: CancellationToken,
-    ) {
+    fn spawn(tasks: &mut JoinSet<Ended>, runnable: Box<dyn Runnable>, token: CancellationToken) {
         let name = runnable.name();
         tracing::debug!(%name, "starting");
         tasks.spawn(async move {
@@ -602,6 +610,93 @@ mod tests {
         assert!(
             started.elapsed() >= Duration::from_secs(30),
             "the timeout was not waited out"
+        );
+    }
+
+    fn lost_term(renewed_at: tokio::time::Instant, holder: &str) -> Status {
+        let mut status = Status::new("me".into());
+        status.holder = Some(holder.to_owned());
+        status.last_term = Some(crate::leader::Term {
+            started_at: renewed_at,
+            renewed_at,
+            valid_until: renewed_at + Duration::from_secs(10),
+            ended_at: Some(renewed_at + Duration::from_secs(10)),
+        });
+        status
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_of_a_lost_term_may_finish_until_the_lease_could_pass_on_and_no_later() {
+        let lease = Duration::from_secs(15);
+        let graceful = Duration::from_secs(30);
+        let renewed = Instant::now();
+        let now = renewed + Duration::from_secs(10); // lost at the renew deadline
+        let status = lost_term(renewed, "me");
+        assert_eq!(
+            work_may_finish_by(&status, lease, graceful, now),
+            renewed + lease
+        );
+        assert_eq!(
+            work_may_finish_by(&status, lease, Duration::from_secs(2), now),
+            now + Duration::from_secs(2),
+            "never past the graceful timeout"
+        );
+        assert_eq!(
+            work_may_finish_by(&lost_term(renewed, "other"), lease, graceful, now),
+            now,
+            "another replica took the Lease: stop at once"
+        );
+        assert_eq!(
+            work_may_finish_by(&status, lease, graceful, renewed + lease * 2),
+            renewed + lease * 2,
+            "too late already: stop at once"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stopping_a_term_lets_work_finish_until_the_bound_then_aborts_the_rest() {
+        let manager = Manager::new(offline_client(), Config::default());
+        let mut gated = JoinSet::new();
+        let token = manager.shutdown.child_token();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        Manager::spawn(
+            &mut gated,
+            Box::new(runnable_fn("polite", true, move |stop| async move {
+                stop.cancelled().await;
+                tokio::time::sleep(Duration::from_secs(1)).await; // a reconcile in flight
+                done_tx.send(()).map_err(|()| "the test went away".into())
+            })),
+            token.clone(),
+        );
+        Manager::spawn(
+            &mut gated,
+            Box::new(runnable_fn("deaf", true, |_| futures::future::pending())),
+            token.clone(),
+        );
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        let mut outcome = Ok(());
+        manager
+            .stop_term(
+                &mut gated,
+                &token,
+                started + Duration::from_secs(5),
+                &mut outcome,
+            )
+            .await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(5),
+            "waited for the bound"
+        );
+        assert!(gated.is_empty(), "the deaf runnable was aborted");
+        assert!(outcome.is_ok(), "{outcome:?}");
+        done_rx
+            .await
+            .expect("the polite runnable finished its work");
+        assert!(
+            !manager.shutdown.is_cancelled(),
+            "losing a term does not shut the manager down"
         );
     }
 

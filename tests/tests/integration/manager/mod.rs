@@ -95,6 +95,22 @@ fn manager(
     manager
 }
 
+/// Waits until `who` has renewed the Lease three times.
+async fn renewed_three_times(leases: &Api<Lease>, who: &str) -> anyhow::Result<()> {
+    let seen = Mutex::new(std::collections::HashSet::new());
+    wait_for(
+        Duration::from_secs(10),
+        &format!("{who} to renew its Lease three times"),
+        || async {
+            let renew = leases.get("managers").await.ok()?.spec?.renew_time?;
+            let mut seen = seen.lock();
+            seen.insert(renew.0.to_string());
+            (seen.len() > 3).then_some(())
+        },
+    )
+    .await
+}
+
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
         .get_opt("managers")
@@ -145,18 +161,7 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
     let second_token = second.shutdown_token();
     let second_run = tokio::spawn(second.run());
     // Let the second replica see the first one renew a few times: it must stay idle meanwhile.
-    let seen = Mutex::new(std::collections::HashSet::new());
-    wait_for(
-        Duration::from_secs(10),
-        "the leader to renew its Lease three times",
-        || async {
-            let renew = leases.get("managers").await.ok()?.spec?.renew_time?;
-            let mut seen = seen.lock();
-            seen.insert(renew.0.to_string());
-            (seen.len() > 3).then_some(())
-        },
-    )
-    .await?;
+    renewed_three_times(&leases, "the leader").await?;
     assert_eq!(
         *workers.started_by.lock(),
         ["first"],
@@ -181,16 +186,15 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         stopped_after < Duration::from_secs(2),
         "its work stopped {stopped_after:?} after the cut, after its Lease could expire"
     );
-    let first_run = match on_loss {
-        OnLeadershipLoss::Standby => Some(first_run),
-        _ => {
-            let first_outcome = tokio::time::timeout(Duration::from_secs(10), first_run).await??;
-            assert!(
-                matches!(first_outcome, Err(Error::LeadershipLost { ref lease }) if lease == "managers"),
-                "a leader that cannot renew must end its run with LeadershipLost, got {first_outcome:?}"
-            );
-            None
-        }
+    let first_run = if on_loss == OnLeadershipLoss::Standby {
+        Some(first_run)
+    } else {
+        let first_outcome = tokio::time::timeout(Duration::from_secs(10), first_run).await??;
+        assert!(
+            matches!(first_outcome, Err(Error::LeadershipLost { ref lease }) if lease == "managers"),
+            "a leader that cannot renew must end its run with LeadershipLost, got {first_outcome:?}"
+        );
+        None
     };
 
     wait_for(
@@ -222,24 +226,34 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         return Ok(());
     };
 
+    stands_by_then_leads_again(
+        &leases,
+        &workers,
+        &proxy,
+        (first_run, first_token, &first_holder),
+        (second_run, second_token),
+    )
+    .await
+}
+
+type Run = tokio::task::JoinHandle<kubeward::manager::Result<()>>;
+
+/// The cut-off first replica on standby: reconnected, it stays idle while the second leads, and
+/// leads again once the second shuts down.
+async fn stands_by_then_leads_again(
+    leases: &Api<Lease>,
+    workers: &Arc<Workers>,
+    proxy: &TcpProxy,
+    (first_run, first_token, first_holder): (Run, CancellationToken, &str),
+    (second_run, second_token): (Run, CancellationToken),
+) -> anyhow::Result<()> {
     // On standby: reconnected, the first replica stays idle while the second renews...
     assert!(
         !first_run.is_finished(),
         "a replica on standby keeps running"
     );
     proxy.restore();
-    let seen = Mutex::new(std::collections::HashSet::new());
-    wait_for(
-        Duration::from_secs(10),
-        "the new leader to renew its Lease three times",
-        || async {
-            let renew = leases.get("managers").await.ok()?.spec?.renew_time?;
-            let mut seen = seen.lock();
-            seen.insert(renew.0.to_string());
-            (seen.len() > 3).then_some(())
-        },
-    )
-    .await?;
+    renewed_three_times(leases, "the new leader").await?;
     assert_eq!(*workers.started_by.lock(), ["first", "second"]);
     assert!(
         !first_run.is_finished(),
@@ -253,7 +267,7 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         Duration::from_secs(10),
         "the replica on standby to lead and work again",
         || async {
-            (holder(&leases).await == Some(first_holder.clone())
+            (holder(leases).await.as_deref() == Some(first_holder)
                 && workers.running.load(Ordering::SeqCst) == 1)
                 .then_some(())
         },
@@ -269,7 +283,7 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         "two replicas worked at the same moment"
     );
     assert_eq!(
-        holder(&leases).await.unwrap_or_default(),
+        holder(leases).await.unwrap_or_default(),
         "",
         "a graceful shutdown releases the Lease"
     );

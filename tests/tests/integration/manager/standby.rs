@@ -123,7 +123,7 @@ fn leading(manager_registry: &prometheus::Registry) -> bool {
         "leader_election_master_status",
         ("name", LEASE_NAME),
         |m| m.get_gauge().get_value(),
-    ) == 1.0
+    ) > 0.5
 }
 
 fn queue_metric(manager_registry: &prometheus::Registry, family: &str) -> f64 {
@@ -340,16 +340,10 @@ async fn a_standby_replica_queues_nothing_and_as_the_new_leader_reconciles_every
         queue_metric(&leader_registry, "workqueue_adds_total") >= 20.0,
         "the leader's queue counts its adds"
     );
-    assert_eq!(
-        queue_metric(&standby_registry, "workqueue_depth"),
-        0.0,
-        "the standby's queue holds no keys"
-    );
-    assert_eq!(
-        queue_metric(&standby_registry, "workqueue_adds_total"),
-        0.0,
-        "nothing was queued on the standby"
-    );
+    let depth = queue_metric(&standby_registry, "workqueue_depth");
+    assert!(depth < 0.5, "the standby's queue holds {depth} keys");
+    let adds = queue_metric(&standby_registry, "workqueue_adds_total");
+    assert!(adds < 0.5, "{adds} keys were queued on the standby");
     assert!(
         second.started().is_empty(),
         "the standby reconciled nothing"
@@ -370,10 +364,11 @@ async fn a_standby_replica_queues_nothing_and_as_the_new_leader_reconciles_every
         reconciled, live,
         "the new leader reconciled exactly the live objects (none of the deleted {deleted:?})"
     );
-    assert_eq!(
-        queue_metric(&standby_registry, "workqueue_adds_total"),
-        live.len() as f64,
-        "each live object was queued once when the new leader started"
+    let adds = queue_metric(&standby_registry, "workqueue_adds_total");
+    assert!(
+        (adds - f64::from(u32::try_from(live.len())?)).abs() < 0.5,
+        "{adds} adds for {} live objects: each should be queued once when the new leader starts",
+        live.len()
     );
 
     standby_token.cancel();
