@@ -111,9 +111,13 @@ impl Manager {
     /// released (it expires after its lease duration). Informers started by the shared factory
     /// keep running until [`Factory::shutdown`](crate::informer::Factory::shutdown).
     ///
+    /// With leader election, leader-only runnables (controllers) run only while this replica
+    /// leads; on losing the Lease the run ends or stands by, as [`OnLeadershipLoss`] says.
+    ///
     /// # Errors
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
-    /// then shut down first), or work still running when the shutdown timeout ran out.
+    /// then shut down first), work still running when the shutdown timeout ran out, or
+    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by.
     pub async fn run(self) -> Result<()> {
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
