@@ -1,13 +1,18 @@
-//! Wires a controller into a manager: informers from the shared factory, queue, metrics, readiness.
+//! Wires a controller into a manager: informers from the shared factory, the intake its queues
+//! are fed through, metrics, readiness.
 
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::cache::ObjectKey;
 use crate::informer::handler_fns;
 use crate::manager::{IntoRunnable, Manager, Runnable, runnable_fn};
-use crate::queue::{AddOptions, Priority, WorkQueue};
+use crate::queue::{AddOptions, Priority};
 
-use super::worker::{Running, Shared};
+use super::intake::Intake;
+use super::running::{Queues, Running, Wiring};
+use super::worker::Shared;
 use super::{Context, Controller, Watchable};
 
 impl<K: Watchable> IntoRunnable for Controller<K> {
@@ -29,15 +34,14 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         let factory = manager.factory();
         let metrics = manager.metrics();
 
-        let mut queue = WorkQueue::builder().hooks(Arc::new(metrics.workqueue(&name)));
-        if let Some(limiter) = self.rate_limiter {
-            queue = queue.rate_limiter(limiter);
-        }
-        let queue: WorkQueue<ObjectKey> = queue.build();
+        // The queue belongs to a term of leadership (see running.rs): until one runs, and
+        // between terms, the handlers below queue nothing.
+        let intake = Intake::default();
+        let queues = Queues::new(metrics.workqueue(&name), self.rate_limiter);
 
         let informer = K::informer(factory, namespace);
         let predicate = self.predicate;
-        let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+        let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
         let synced = informer.clone();
         let registration = informer.add_handler(
             handler_fns()
@@ -74,7 +78,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         let mut wired: Vec<_> = self
             .triggers
             .into_iter()
-            .map(|t| t(factory, namespace, &queue))
+            .map(|t| t(factory, namespace, &intake))
             .collect();
         wired.push(super::trigger::Wired::new(&informer, registration));
 
@@ -105,15 +109,17 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             finalizer: self.finalizer,
             metrics: metrics.controller(&name, concurrency),
         });
-        Box::new(Running {
+        Box::new(Running(Arc::new(Wiring {
             name,
             informer,
-            queue,
+            intake,
+            queues,
             shared,
             concurrency,
             wired,
-            sources: self.sources,
-        })
+            sources: Mutex::new(self.sources),
+            forwarding: Mutex::new(None),
+        })))
     }
 }
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use kube::api::ObjectMeta;
 
 use super::Watchable;
+use super::intake::Intake;
 use crate::cache::ObjectKey;
 use crate::informer::{Factory, Registration, SharedInformer, handler_fns};
-use crate::queue::WorkQueue;
 
 /// A trigger once wired to an informer: whether that informer has synced; dropping it removes
 /// the handler from the shared informer, so a stopped controller's queue gets no more keys.
@@ -41,9 +41,8 @@ impl Drop for Wired {
     }
 }
 
-/// Wires a trigger to the shared informer of its kind, feeding keys into the queue.
-pub(crate) type Trigger =
-    Box<dyn FnOnce(&Factory, Option<&str>, &WorkQueue<ObjectKey>) -> Wired + Send>;
+/// Wires a trigger to the shared informer of its kind, feeding keys into the controller's intake.
+pub(crate) type Trigger = Box<dyn FnOnce(&Factory, Option<&str>, &Intake) -> Wired + Send>;
 
 /// Enqueues the controlling owner of kind `K` of every changed `C`.
 pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
@@ -68,7 +67,7 @@ pub(crate) fn watch_trigger<W: Watchable>(
 
 fn wire<C: Watchable>(
     informer: &SharedInformer<C>,
-    queue: &WorkQueue<ObjectKey>,
+    queue: &Intake,
     keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Wired {
     let keys = Arc::new(keys);

@@ -1,39 +1,19 @@
-//! Runs a controller: waits for its caches, then N workers take keys and reconcile them.
+//! Works a controller's queue: each worker takes keys and reconciles them.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use futures::future::BoxFuture;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::erased::{ErasedReconciler, Failure};
 use super::finalizer;
-use super::source::{Source, forward};
-use super::trigger::Wired;
 use super::{Action, Context, ErrorAction, Watchable};
 use crate::cache::ObjectKey;
-use crate::informer::SharedInformer;
-use crate::manager::{BoxError, Runnable};
 use crate::metrics::{ControllerMetrics, Outcome};
 use crate::queue::WorkQueue;
-
-/// How often the unfinished-work gauges of a running controller's queue are updated.
-const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
-
-/// A controller wired to its informers and queue, ready to run.
-pub(crate) struct Running<K> {
-    pub(crate) name: String,
-    pub(crate) informer: SharedInformer<K>,
-    pub(crate) queue: WorkQueue<ObjectKey>,
-    pub(crate) shared: Arc<Shared<K>>,
-    pub(crate) concurrency: u16,
-    pub(crate) wired: Vec<Wired>,
-    pub(crate) sources: Vec<Source>,
-}
 
 /// What every worker of one controller uses.
 pub(crate) struct Shared<K> {
@@ -44,64 +24,8 @@ pub(crate) struct Shared<K> {
     pub(crate) metrics: ControllerMetrics,
 }
 
-impl<K: Watchable> Runnable for Running<K> {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn run(
-        self: Box<Self>,
-        shutdown: CancellationToken,
-    ) -> BoxFuture<'static, Result<(), BoxError>> {
-        Box::pin(async move {
-            let Running {
-                name,
-                informer,
-                queue,
-                shared,
-                concurrency,
-                wired,
-                sources,
-            } = *self;
-            let forwarding = forward(sources, &queue);
-            tokio::select! {
-                synced = wait_for_caches(&informer, &wired) => synced?,
-                () = shutdown.cancelled() => return Ok(()),
-            }
-            tracing::info!(controller = %name, workers = concurrency, "starting workers");
-            let mut workers = JoinSet::new();
-            for _ in 0..concurrency {
-                workers.spawn(work(queue.clone(), Arc::clone(&shared), shutdown.clone()));
-            }
-            // Keeps workqueue_unfinished_work_seconds and ..._longest_running_processor_seconds
-            // current while a reconcile runs, as client-go's queue does.
-            let mut ticks = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-            while shutdown.run_until_cancelled(ticks.tick()).await.is_some() {
-                queue.update_unfinished_work();
-            }
-            queue.shutdown();
-            while workers.join_next().await.is_some() {}
-            drop(wired);
-            drop(forwarding);
-            tracing::info!(controller = %name, "workers stopped");
-            Ok(())
-        })
-    }
-}
-
-async fn wait_for_caches<K: Watchable>(
-    informer: &SharedInformer<K>,
-    wired: &[Wired],
-) -> Result<(), BoxError> {
-    informer.wait_for_sync().await?;
-    while !wired.iter().all(|w| (w.synced)()) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
-}
-
 /// One worker: takes keys until shutdown; a key it took is always finished.
-async fn work<K: Watchable>(
+pub(super) async fn work<K: Watchable>(
     queue: WorkQueue<ObjectKey>,
     shared: Arc<Shared<K>>,
     shutdown: CancellationToken,

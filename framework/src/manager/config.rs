@@ -5,12 +5,32 @@ use std::time::Duration;
 use super::BindAddress;
 use crate::{informer, leader};
 
-/// Leader election of a manager: the Lease's name and namespace, and its timings.
+/// Leader election of a manager: the Lease's name and namespace, its timings, and what a
+/// replica does when it loses the Lease.
 #[derive(Clone, Debug)]
 pub struct LeaderElection {
     pub(crate) lease: String,
     pub(crate) namespace: Option<String>,
     pub(crate) config: leader::Config,
+    pub(crate) on_loss: OnLeadershipLoss,
+}
+
+/// What a manager does when it loses the Lease (`--leader-election-on-loss`).
+///
+/// Either way its controllers stop at once, so it never reconciles without the Lease.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum OnLeadershipLoss {
+    /// [`Manager::run`](super::Manager::run) returns
+    /// [`Error::LeadershipLost`](super::Error::LeadershipLost) and the process exits, as in
+    /// controller-runtime; the restarted process lists every cache again.
+    #[default]
+    Exit,
+    /// The manager stops its leader-only runnables, drops their work queues, keeps its informers
+    /// and caches, and campaigns again; when it leads again its controllers start afresh, with
+    /// every cached object queued once. Every leader-only runnable must be able to run again
+    /// ([`Runnable::next_term`](super::Runnable::next_term)); otherwise losing the Lease exits.
+    Standby,
 }
 
 impl LeaderElection {
@@ -26,7 +46,15 @@ impl LeaderElection {
             lease: lease.into(),
             namespace,
             config,
+            on_loss: OnLeadershipLoss::default(),
         }
+    }
+
+    /// What to do when the Lease is lost (default [`OnLeadershipLoss::Exit`]).
+    #[must_use]
+    pub fn on_loss(mut self, on_loss: OnLeadershipLoss) -> Self {
+        self.on_loss = on_loss;
+        self
     }
 }
 

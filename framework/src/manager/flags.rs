@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use super::{Config, Error, LeaderElection};
+use super::{Config, Error, LeaderElection, OnLeadershipLoss};
 use crate::leader;
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
@@ -52,6 +52,11 @@ pub struct Flags {
     /// How often candidates try to acquire and the leader renews.
     #[arg(long, env = "KUBEWARD_LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
     pub leader_election_retry_period: Duration,
+
+    /// What a leader does when it loses the Lease: `exit` (the process ends and restarts), or
+    /// `standby` (stop the controllers, keep the caches warm, and campaign again).
+    #[arg(long, env = "KUBEWARD_LEADER_ELECTION_ON_LOSS", value_enum, default_value_t = OnLeadershipLoss::Exit)]
+    pub leader_election_on_loss: OnLeadershipLoss,
 
     /// Watch only this namespace; all namespaces when unset.
     #[arg(long, env = "KUBEWARD_NAMESPACE")]
@@ -114,6 +119,7 @@ impl Flags {
                 self.leader_election_namespace.clone(),
                 election,
             )
+            .on_loss(self.leader_election_on_loss)
         });
         Ok(Config::default()
             .leader_election(election)
@@ -253,6 +259,18 @@ mod tests {
             .leader_election
             .expect("--leader-elect turns it on");
         assert_eq!(election.lease, "kubeward-leader");
+        assert_eq!(election.on_loss, OnLeadershipLoss::Exit);
+    }
+
+    #[test]
+    fn standby_on_loss_is_a_flag_and_other_values_are_rejected() {
+        let flags =
+            Flags::try_parse_from(["op", "--leader-elect", "--leader-election-on-loss=standby"])
+                .unwrap();
+        let election = flags.config().unwrap().leader_election.expect("on");
+        assert_eq!(election.on_loss, OnLeadershipLoss::Standby);
+        let err = Flags::try_parse_from(["op", "--leader-election-on-loss=linger"]).unwrap_err();
+        assert!(err.to_string().contains("exit, standby"), "{err}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{Config, LeaderElection};
+pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
 pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address, parse_duration};
 pub use self::http::Check;
 pub use self::logging::init_logging;
@@ -85,7 +85,8 @@ pub enum Error {
     /// The leader-election configuration is invalid.
     #[error("setting up leader election")]
     LeaderElection(#[source] crate::leader::Error),
-    /// This replica stopped leading; it exits so that it never reconciles without the Lease.
+    /// This replica stopped leading and, with [`OnLeadershipLoss::Exit`] (or a leader-only
+    /// runnable that cannot run again), ends its run so that it never reconciles without the Lease.
     #[error("lost the leader-election Lease {lease}")]
     LeadershipLost {
         /// The Lease's name.

@@ -1,18 +1,21 @@
-//! Runs a Manager: binds the endpoints, starts the runnables, waits for shutdown, drains.
+//! Runs a Manager: binds the endpoints, starts the runnables (the leader-only ones for each term
+//! of leadership), waits for shutdown, drains.
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
-use super::{BindAddress, Error, Manager, Result, cancel_on_signal};
-use crate::leader::{LeaderElector, Leadership};
+use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
+use crate::leader::{LeaderElector, Leadership, Status};
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
 ///
@@ -20,9 +23,53 @@ use crate::leader::{LeaderElector, Leadership};
 /// a detached elector would go on renewing the Lease with no controller running.
 struct Election {
     lease: String,
+    lease_duration: Duration,
+    on_loss: OnLeadershipLoss,
     leadership: Leadership,
     release: CancellationToken,
     task: AbortOnDropHandle<()>,
+}
+
+/// A term of leadership as the manager runs it: the token that stops its runnables.
+struct Lead {
+    token: CancellationToken,
+    since: Instant,
+    /// Leader-only runnables that cannot run in a later term.
+    run_once: Vec<String>,
+}
+
+impl Election {
+    /// Until when the work of the term just lost may finish; see [`work_may_finish_by`].
+    fn in_flight_until(&self, graceful: Duration) -> Instant {
+        work_may_finish_by(
+            &self.leadership.status(),
+            self.lease_duration,
+            graceful,
+            Instant::now(),
+        )
+    }
+}
+
+/// Until when the work of a lost term may finish: while no other replica can have taken the
+/// Lease (the last renewal began, plus the lease duration, as the others count it), never past
+/// the graceful shutdown timeout; `now` if another replica holds the Lease already.
+fn work_may_finish_by(
+    status: &Status,
+    lease_duration: Duration,
+    graceful: Duration,
+    now: Instant,
+) -> Instant {
+    if status
+        .holder
+        .as_deref()
+        .is_some_and(|holder| holder != &*status.identity)
+    {
+        return now;
+    }
+    let Some(last) = status.term.or(status.last_term) else {
+        return now;
+    };
+    (last.renewed_at + lease_duration).clamp(now, now + graceful)
 }
 
 /// Waits until `leadership` leads; never, without leader election.
@@ -64,9 +111,13 @@ impl Manager {
     /// released (it expires after its lease duration). Informers started by the shared factory
     /// keep running until [`Factory::shutdown`](crate::informer::Factory::shutdown).
     ///
+    /// With leader election, leader-only runnables (controllers) run only while this replica
+    /// leads; on losing the Lease the run ends or stands by, as [`OnLeadershipLoss`] says.
+    ///
     /// # Errors
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
-    /// then shut down first), or work still running when the shutdown timeout ran out.
+    /// then shut down first), work still running when the shutdown timeout ran out, or
+    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by.
     pub async fn run(self) -> Result<()> {
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
@@ -77,7 +128,7 @@ impl Manager {
             tracing::debug!(error = %e, "informers were already started");
         }
 
-        let (mut waiting, free): (Vec<_>, Vec<_>) = self
+        let (mut leader_only, free): (Vec<_>, Vec<_>) = self
             .runnables
             .lock()
             .drain(..)
@@ -85,17 +136,21 @@ impl Manager {
         let mut tasks = JoinSet::new();
         let mut gated = JoinSet::new();
         for runnable in free {
-            self.spawn(&mut tasks, runnable);
+            Self::spawn(&mut tasks, runnable, self.shutdown.child_token());
         }
         let mut to_lead = election.as_ref().map(|e| e.leadership.clone());
         let mut to_lose = to_lead.clone();
-        let mut leading = false;
+        let standby = election
+            .as_ref()
+            .is_some_and(|e| e.on_loss == OnLeadershipLoss::Standby);
+        let mut term: Option<Lead> = None;
+        let mut standing_by: Option<Instant> = None;
 
         let mut outcome = Ok(());
         loop {
             tokio::select! {
                 () = self.shutdown.cancelled() => break,
-                became = wait_leading(to_lead.as_mut()), if !leading => {
+                became = wait_leading(to_lead.as_mut()), if term.is_none() => {
                     if became.is_err() {
                         // The elector is gone (it only ends on release): this replica can never lead.
                         let lease = election.as_ref().map(|e| e.lease.clone()).unwrap_or_default();
@@ -103,20 +158,40 @@ impl Manager {
                         self.shutdown.cancel();
                         break;
                     }
-                    leading = true;
-                    tracing::info!("leading: starting controllers");
-                    for runnable in waiting.drain(..) {
-                        self.spawn(&mut gated, runnable);
+                    match standing_by.take() {
+                        None => tracing::info!("leading: starting controllers"),
+                        Some(since) => tracing::info!(
+                            standby_for = ?since.elapsed(),
+                            "leading again: starting controllers afresh"
+                        ),
                     }
+                    term = Some(self.start_term(&mut gated, &mut leader_only, standby));
                 }
-                () = wait_lost(to_lose.as_mut()), if leading => {
-                    // Stop at once: a replica never reconciles without the Lease.
-                    gated.abort_all();
-                    let lease = election.as_ref().map(|e| e.lease.clone()).unwrap_or_default();
-                    tracing::error!(%lease, "lost leadership; shutting down");
-                    outcome = Err(Error::LeadershipLost { lease });
-                    self.shutdown.cancel();
-                    break;
+                () = wait_lost(to_lose.as_mut()), if term.is_some() => {
+                    // A term runs only with leader election on.
+                    let (Some(ended), Some(election)) = (term.take(), &election) else {
+                        continue;
+                    };
+                    let lease = election.lease.clone();
+                    let led_for = ended.since.elapsed();
+                    if !standby || !ended.run_once.is_empty() {
+                        // Stop at once: a replica never reconciles without the Lease.
+                        gated.abort_all();
+                        if standby {
+                            tracing::error!(%lease, ?led_for, run_once = ?ended.run_once,
+                                "lost leadership; cannot stand by, since these leader-only \
+                                 runnables cannot run again (Runnable::next_term); shutting down");
+                        } else {
+                            tracing::error!(%lease, ?led_for, "lost leadership; shutting down");
+                        }
+                        outcome = Err(Error::LeadershipLost { lease });
+                        self.shutdown.cancel();
+                        break;
+                    }
+                    tracing::warn!(%lease, ?led_for, "lost leadership; stopping controllers and standing by");
+                    let until = election.in_flight_until(self.config.graceful_shutdown_timeout);
+                    self.stop_term(&mut gated, &ended.token, until, &mut outcome).await;
+                    standing_by = Some(Instant::now());
                 }
                 Some(joined) = tasks.join_next() => self.note_ended(joined, &mut outcome),
                 Some(joined) = gated.join_next() => self.note_ended(joined, &mut outcome),
@@ -144,9 +219,70 @@ impl Manager {
         outcome
     }
 
-    fn spawn(&self, tasks: &mut JoinSet<Ended>, runnable: Box<dyn super::Runnable>) {
-        let name = runnable.name();
+    /// Starts a term: runs every leader-only runnable, keeping (in standby mode) the fresh one
+    /// each gives for the next term.
+    fn start_term(
+        &self,
+        gated: &mut JoinSet<Ended>,
+        leader_only: &mut Vec<Box<dyn Runnable>>,
+        standby: bool,
+    ) -> Lead {
         let token = self.shutdown.child_token();
+        let mut next = Vec::new();
+        let mut run_once = Vec::new();
+        for runnable in leader_only.drain(..) {
+            if standby {
+                match runnable.next_term() {
+                    Some(fresh) => next.push(fresh),
+                    None => run_once.push(runnable.name()),
+                }
+            }
+            Self::spawn(gated, runnable, token.clone());
+        }
+        *leader_only = next;
+        if !run_once.is_empty() {
+            tracing::warn!(
+                ?run_once,
+                "these leader-only runnables cannot run again (Runnable::next_term): losing the Lease will end the run instead of standing by"
+            );
+        }
+        Lead {
+            token,
+            since: Instant::now(),
+            run_once,
+        }
+    }
+
+    /// Ends a term after the Lease was lost: asks its runnables to stop, gives their in-flight
+    /// work until `until`, then aborts what is left.
+    async fn stop_term(
+        &self,
+        gated: &mut JoinSet<Ended>,
+        token: &CancellationToken,
+        until: Instant,
+        outcome: &mut Result<()>,
+    ) {
+        token.cancel();
+        let drained = tokio::time::timeout_at(until, async {
+            while let Some(joined) = gated.join_next().await {
+                self.note_ended(joined, outcome);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                running = gated.len(),
+                "leader-only work still running when the Lease could pass to another replica; aborting it"
+            );
+            gated.abort_all();
+            while let Some(joined) = gated.join_next().await {
+                self.note_ended(joined, outcome);
+            }
+        }
+    }
+
+    fn spawn(tasks: &mut JoinSet<Ended>, runnable: Box<dyn Runnable>, token: CancellationToken) {
+        let name = runnable.name();
         tracing::debug!(%name, "starting");
         tasks.spawn(async move {
             let outcome = AssertUnwindSafe(runnable.run(token)).catch_unwind().await;
@@ -237,6 +373,8 @@ impl Manager {
             AbortOnDropHandle::new(tokio::spawn(elector.run(release.clone().cancelled_owned())));
         Ok(Some(Election {
             lease: settings.lease.clone(),
+            lease_duration: settings.config.lease_duration_value(),
+            on_loss: settings.on_loss,
             leadership,
             release,
             task,
@@ -476,6 +614,93 @@ mod tests {
         assert!(
             started.elapsed() >= Duration::from_secs(30),
             "the timeout was not waited out"
+        );
+    }
+
+    fn lost_term(renewed_at: tokio::time::Instant, holder: &str) -> Status {
+        let mut status = Status::new("me".into());
+        status.holder = Some(holder.to_owned());
+        status.last_term = Some(crate::leader::Term {
+            started_at: renewed_at,
+            renewed_at,
+            valid_until: renewed_at + Duration::from_secs(10),
+            ended_at: Some(renewed_at + Duration::from_secs(10)),
+        });
+        status
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_of_a_lost_term_may_finish_until_the_lease_could_pass_on_and_no_later() {
+        let lease = Duration::from_secs(15);
+        let graceful = Duration::from_secs(30);
+        let renewed = Instant::now();
+        let now = renewed + Duration::from_secs(10); // lost at the renew deadline
+        let status = lost_term(renewed, "me");
+        assert_eq!(
+            work_may_finish_by(&status, lease, graceful, now),
+            renewed + lease
+        );
+        assert_eq!(
+            work_may_finish_by(&status, lease, Duration::from_secs(2), now),
+            now + Duration::from_secs(2),
+            "never past the graceful timeout"
+        );
+        assert_eq!(
+            work_may_finish_by(&lost_term(renewed, "other"), lease, graceful, now),
+            now,
+            "another replica took the Lease: stop at once"
+        );
+        assert_eq!(
+            work_may_finish_by(&status, lease, graceful, renewed + lease * 2),
+            renewed + lease * 2,
+            "too late already: stop at once"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stopping_a_term_lets_work_finish_until_the_bound_then_aborts_the_rest() {
+        let manager = Manager::new(offline_client(), Config::default());
+        let mut gated = JoinSet::new();
+        let token = manager.shutdown.child_token();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        Manager::spawn(
+            &mut gated,
+            Box::new(runnable_fn("polite", true, move |stop| async move {
+                stop.cancelled().await;
+                tokio::time::sleep(Duration::from_secs(1)).await; // a reconcile in flight
+                done_tx.send(()).map_err(|()| "the test went away".into())
+            })),
+            token.clone(),
+        );
+        Manager::spawn(
+            &mut gated,
+            Box::new(runnable_fn("deaf", true, |_| futures::future::pending())),
+            token.clone(),
+        );
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        let mut outcome = Ok(());
+        manager
+            .stop_term(
+                &mut gated,
+                &token,
+                started + Duration::from_secs(5),
+                &mut outcome,
+            )
+            .await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(5),
+            "waited for the bound"
+        );
+        assert!(gated.is_empty(), "the deaf runnable was aborted");
+        assert!(outcome.is_ok(), "{outcome:?}");
+        done_rx
+            .await
+            .expect("the polite runnable finished its work");
+        assert!(
+            !manager.shutdown.is_cancelled(),
+            "losing a term does not shut the manager down"
         );
     }
 

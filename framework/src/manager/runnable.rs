@@ -21,6 +21,17 @@ pub trait Runnable: Send + 'static {
         true
     }
 
+    /// A fresh runnable for the next leadership term, made before this one runs; `None` (the
+    /// default) when it can run only once.
+    ///
+    /// A manager on [standby after losing the Lease](super::OnLeadershipLoss::Standby) runs a
+    /// leader-only runnable once per term: it stops the old one and later runs the one this
+    /// returned. Controllers can; a leader-only runnable that cannot makes a lost Lease end the
+    /// run, as [`OnLeadershipLoss::Exit`](super::OnLeadershipLoss::Exit) does.
+    fn next_term(&self) -> Option<Box<dyn Runnable>> {
+        None
+    }
+
     /// Runs until `shutdown` is cancelled, then returns once its in-flight work is finished.
     fn run(
         self: Box<Self>,

@@ -38,6 +38,17 @@ impl WorkqueueMetrics {
     }
 }
 
+impl WorkqueueMetrics {
+    /// Sets the gauges back to zero once the queue they describe is gone: a dropped queue holds
+    /// no keys and no work (its counters and histograms keep their history).
+    pub(crate) fn reset(&self) {
+        self.depth_by_priority.lock().clear();
+        self.depth.set(0);
+        self.unfinished.set(0.0);
+        self.longest.set(0.0);
+    }
+}
+
 impl QueueHooks for WorkqueueMetrics {
     fn depth(&self, priority: Priority, depth: usize) {
         let mut by_priority = self.depth_by_priority.lock();

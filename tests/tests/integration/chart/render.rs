@@ -160,6 +160,7 @@ async fn the_rendered_deployment_runs_a_restricted_non_root_pod_with_args_from_v
         "--leader-election-lease-duration=15s",
         "--leader-election-renew-deadline=10s",
         "--leader-election-retry-period=2s",
+        "--leader-election-on-loss=exit",
         "--log-format=json",
         "--log-level=info",
     ] {
@@ -201,6 +202,7 @@ async fn the_values_schema_rejects_values_of_the_wrong_type() -> anyhow::Result<
             "leaderElection.leaseDuration=soon",
             "/leaderElection/leaseDuration",
         ),
+        ("leaderElection.onLoss=linger", "/leaderElection/onLoss"),
         ("metrics.enabeld=true", "/metrics"),
     ] {
         let err = template(&["--set-string", bad])

@@ -6,17 +6,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kubeward::cache::Store;
 use kubeward::controller::Controller;
 use kubeward::leader;
-use kubeward::manager::{Config, Error, LeaderElection, runnable_fn};
+use kubeward::manager::{BoxError, Config, Error, LeaderElection, OnLeadershipLoss, Runnable};
 use kubeward::testing::{ControlPlane, TcpProxy};
 use kubeward_tests::wait_for;
 use parking_lot::Mutex;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::summary::Row;
 use super::witness::{Operator, Witness, check, new_manager};
@@ -46,6 +48,41 @@ impl Drop for Leading {
     }
 }
 
+/// Leader-only work that marks its replica as leading; it can run again in a later term.
+struct LeadingTask {
+    leaders: Arc<Leaders>,
+    me: String,
+}
+
+impl Runnable for LeadingTask {
+    fn name(&self) -> String {
+        format!("leading-{}", self.me)
+    }
+
+    fn next_term(&self) -> Option<Box<dyn Runnable>> {
+        Some(Box::new(LeadingTask {
+            leaders: Arc::clone(&self.leaders),
+            me: self.me.clone(),
+        }))
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move {
+            let LeadingTask { leaders, me } = *self;
+            if leaders.running.fetch_add(1, Ordering::SeqCst) > 0 {
+                leaders.overlaps.fetch_add(1, Ordering::SeqCst);
+            }
+            *leaders.current.lock() = Some(me.clone());
+            let _leading = Leading(leaders, me);
+            shutdown.cancelled().await;
+            Ok(())
+        })
+    }
+}
+
 /// One replica: a manager whose client goes through its own proxy, so it can be cut off.
 struct Replica {
     operator: Operator,
@@ -59,6 +96,7 @@ async fn replica(
     name: &str,
     witness: &Witness,
     leaders: &Arc<Leaders>,
+    on_loss: OnLeadershipLoss,
 ) -> anyhow::Result<Replica> {
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     let timings = leader::Config::default()
@@ -66,11 +104,9 @@ async fn replica(
         .lease_duration(LEASE_DURATION)
         .renew_deadline(Duration::from_millis(1500))
         .retry_period(Duration::from_millis(300));
-    let config = Config::default().leader_election(Some(LeaderElection::new(
-        LEASE,
-        Some(ns.to_owned()),
-        timings,
-    )));
+    let config = Config::default().leader_election(Some(
+        LeaderElection::new(LEASE, Some(ns.to_owned()), timings).on_loss(on_loss),
+    ));
     let (manager, probes) = new_manager(cp.client_through(&proxy), ns, config);
     let cache = manager
         .factory()
@@ -81,20 +117,10 @@ async fn replica(
             .name("leader")
             .concurrency(2),
     );
-    let (leaders, me) = (Arc::clone(leaders), name.to_owned());
-    manager.add(runnable_fn(
-        format!("leading-{name}"),
-        true,
-        move |shutdown| async move {
-            if leaders.running.fetch_add(1, Ordering::SeqCst) > 0 {
-                leaders.overlaps.fetch_add(1, Ordering::SeqCst);
-            }
-            *leaders.current.lock() = Some(me.clone());
-            let _leading = Leading(leaders, me);
-            shutdown.cancelled().await;
-            Ok(())
-        },
-    ));
+    manager.add(LeadingTask {
+        leaders: Arc::clone(leaders),
+        me: name.to_owned(),
+    });
     Ok(Replica {
         operator: Operator::start(manager, probes),
         proxy,
@@ -110,9 +136,16 @@ enum Fault {
 }
 
 /// Two replicas; the leader is killed, then cut off, then hands over; a fresh standby joins
-/// after each fault.
-pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
-    let ns = cp.create_namespace("rel-leader").await?;
+/// after each fault. With `OnLeadershipLoss::Standby` the cut-off leader keeps running and,
+/// reconnected, stays on as a standby.
+pub(super) async fn faults(
+    cp: &ControlPlane,
+    on_loss: OnLeadershipLoss,
+) -> anyhow::Result<Vec<Row>> {
+    let standby = on_loss == OnLeadershipLoss::Standby;
+    let ns = cp
+        .create_namespace(if standby { "rel-standby" } else { "rel-leader" })
+        .await?;
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
     let names = create_config_maps(&api, "cm", 20).await?;
@@ -120,7 +153,7 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
     let leaders = Arc::new(Leaders::default());
     let mut replicas = HashMap::new();
     for name in ["replica-1", "replica-2"] {
-        let started = replica(cp, &ns, name, &witness, &leaders).await?;
+        let started = replica(cp, &ns, name, &witness, &leaders, on_loss).await?;
         replicas.insert(name.to_owned(), started);
     }
     let first = new_leader(&leaders, None).await?;
@@ -149,14 +182,7 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
         let ended = inject(fault, gone);
         let next = new_leader(&leaders, Some(&old)).await?;
         let took_over = injected.elapsed();
-        if let Some(ended) = ended {
-            let outcome = ended.operator.wait().await?;
-            match (fault, &outcome) {
-                (Fault::CutOff, Err(Error::LeadershipLost { .. })) | (Fault::HandsOver, Ok(())) => {
-                }
-                _ => anyhow::bail!("{fault:?}: the old leader's run() ended with {outcome:?}"),
-            }
-        }
+        let stood_by = old_leader_after(fault, ended, standby).await?;
         anyhow::ensure!(
             lease_holder(&leases).await? == Some(next.clone()),
             "{fault:?}: the Lease does not name the new leader {next}"
@@ -180,17 +206,27 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
             overlaps == 0,
             "{fault:?}: two replicas led at once {overlaps} times"
         );
-        let mut row = Row::new(fault.describe(), "fault → converged on the new leader");
+        let described = if standby {
+            format!("{} on standby", fault.describe())
+        } else {
+            fault.describe().to_owned()
+        };
+        let mut row = Row::new(described, "fault → converged on the new leader");
         row.record(&checked, recovered);
         row.note(format!(
             "new leader after {:.2} s (lease {} s); no overlap",
             took_over.as_secs_f64(),
             LEASE_DURATION.as_secs()
         ));
+        if let Some(stood_by) = stood_by {
+            stood_by.operator.assert_alive("standing by").await?;
+            row.note("the old leader stands by");
+            replicas.insert(old.clone(), stood_by);
+        }
         rows.push(row);
-        let standby = format!("replica-{}", n + 3);
-        let started = replica(cp, &ns, &standby, &witness, &leaders).await?;
-        replicas.insert(standby, started);
+        let fresh = format!("replica-{}", n + 3);
+        let started = replica(cp, &ns, &fresh, &witness, &leaders, on_loss).await?;
+        replicas.insert(fresh, started);
         old = next;
     }
     writer.stop().await;
@@ -198,6 +234,31 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
         replica.operator.stop().await?;
     }
     Ok(rows)
+}
+
+/// Checks how the old leader's `run()` ended after `fault`; on standby, a cut-off leader keeps
+/// running: it is reconnected and returned, to stay on as a standby.
+async fn old_leader_after(
+    fault: Fault,
+    ended: Option<Replica>,
+    standby: bool,
+) -> anyhow::Result<Option<Replica>> {
+    let Some(ended) = ended else {
+        return Ok(None);
+    };
+    if standby && matches!(fault, Fault::CutOff) {
+        anyhow::ensure!(
+            !ended.operator.is_finished(),
+            "{fault:?}: the old leader's run() ended instead of standing by"
+        );
+        ended.proxy.restore();
+        return Ok(Some(ended));
+    }
+    let outcome = ended.operator.wait().await?;
+    match (fault, &outcome) {
+        (Fault::CutOff, Err(Error::LeadershipLost { .. })) | (Fault::HandsOver, Ok(())) => Ok(None),
+        _ => anyhow::bail!("{fault:?}: the old leader's run() ended with {outcome:?}"),
+    }
 }
 
 /// Injects `fault` into the leader `gone`; returns it (with its proxy) unless it was killed.
@@ -263,10 +324,11 @@ async fn a_dropped_run_future_stops_renewing_the_lease_so_a_standby_takes_over()
     let ns = cp.create_namespace("rel-dropped").await?;
     let leases: Api<Lease> = Api::namespaced(cp.client(), &ns);
     let (witness, leaders) = (Witness::default(), Arc::new(Leaders::default()));
-    let dropped = replica(cp, &ns, "dropped", &witness, &leaders).await?;
+    let exit = OnLeadershipLoss::Exit;
+    let dropped = replica(cp, &ns, "dropped", &witness, &leaders, exit).await?;
     anyhow::ensure!(new_leader(&leaders, None).await? == "dropped");
     dropped.operator.kill(); // its connections stay open: only the future is gone
-    let standby = replica(cp, &ns, "standby", &witness, &leaders).await?;
+    let standby = replica(cp, &ns, "standby", &witness, &leaders, exit).await?;
     let next = new_leader(&leaders, Some("dropped")).await?;
     anyhow::ensure!(next == "standby", "{next} leads");
     anyhow::ensure!(

@@ -23,6 +23,7 @@ mod writer;
 use std::future::Future;
 
 use anyhow::Context as _;
+use kubeward::manager::OnLeadershipLoss;
 use kubeward::testing::ControlPlane;
 
 use self::summary::{Row, Summary};
@@ -114,7 +115,10 @@ async fn every_fault_loses_no_update_and_the_summary_table_is_printed() -> anyho
     suite
         .run("compaction", network::compacted_history(&cp))
         .await?;
-    suite.run("leader", leader::faults(&cp)).await?;
+    let exit = leader::faults(&cp, OnLeadershipLoss::Exit);
+    suite.run("leader", exit).await?;
+    let standby = leader::faults(&cp, OnLeadershipLoss::Standby);
+    suite.run("leader on standby", standby).await?;
     let restarts = restarts::apiserver_killed_and_restarted(&mut cp, profile.restarts);
     suite.run("apiserver restarts", restarts).await?;
     suite
