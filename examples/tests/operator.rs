@@ -458,3 +458,92 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
     assert!(exited.success(), "SIGTERM still stops it cleanly: {exited}");
     Ok(())
 }
+
+/// Sends `signal` (`-INT`, `-TERM`) to the operator.
+fn send(operator: &Operator, signal: &str) -> anyhow::Result<()> {
+    let pid = operator.0.id().to_string();
+    anyhow::ensure!(
+        Command::new("kill").args([signal, &pid]).status()?.success(),
+        "{signal} was not delivered"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("forced").await?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("operator.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(["--namespace", &ns, "--metrics-bind-address", "0"])
+        .args(["--health-probe-bind-address", "0"])
+        .args(["--graceful-shutdown-timeout", "60s"])
+        .env("KUBECONFIG", cp.kubeconfig())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let mut operator = Operator(child);
+
+    // A reconcile that takes 20 s keeps the graceful shutdown busy.
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let mut slow = ConfigMapGenerator::new(
+        "slow",
+        ConfigMapGeneratorSpec {
+            content: "never mind".into(),
+        },
+    );
+    slow.metadata.annotations = Some([(DELAY_ANNOTATION.to_owned(), "20s".to_owned())].into());
+    generators.create(&PostParams::default(), &slow).await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the slow reconcile to start (finalizer added)",
+        || async {
+            let g = generators.get("slow").await.ok()?;
+            g.metadata
+                .finalizers?
+                .iter()
+                .any(|f| f == FINALIZER)
+                .then_some(())
+        },
+    )
+    .await?;
+
+    send(&operator, "-INT")?;
+    wait_for(
+        Duration::from_secs(10),
+        "the operator to log that it is shutting down",
+        || async {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("shutting down; send it again")
+                .then_some(())
+        },
+    )
+    .await?;
+    assert!(
+        operator.0.try_wait()?.is_none(),
+        "the first SIGINT waits for the 20 s reconcile"
+    );
+
+    send(&operator, "-INT")?;
+    let exited = wait_for(
+        Duration::from_secs(1),
+        "the operator to exit within a second of the second SIGINT",
+        || {
+            let status = operator.0.try_wait().ok().flatten();
+            async move { status }
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    assert_eq!(exited.code(), Some(1), "a forced shutdown exits with code 1");
+    Ok(())
+}

@@ -13,6 +13,7 @@ mod context;
 mod erased;
 mod finalizer;
 mod predicate;
+mod reconcile_id;
 mod reconciler;
 mod scope;
 mod setup;
