@@ -131,7 +131,7 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         controller = shared.ctx.name(),
         kind = %K::kind(&()),
         namespace = key.namespace().unwrap_or_default(),
-        name = key.name(),
+        object = key.name(),
         reconcile_id = %super::reconcile_id::next(),
     );
     shared.metrics.started();

@@ -7,9 +7,10 @@ use tracing_subscriber::EnvFilter;
 use super::{Error, LogFormat};
 
 /// What the default filter adds: kube's client writes an ERROR for every failed request (its
-/// HTTP trace layer), a flood while the API server restarts. The informers report an outage
-/// once instead, so those lines are off unless the filter names `kube_client` itself.
-const QUIET_CLIENT: &str = "kube_client::client::builder=off";
+/// HTTP trace layer) and a WARN for every watch the server drops, a flood while the API server
+/// restarts. The informers report an outage once instead, so those lines are off unless the
+/// filter names `kube_client` itself.
+const QUIET_CLIENT: [&str; 2] = ["kube_client::client::builder=off", "kube_client::client=error"];
 
 /// Installs a global tracing subscriber writing to stderr; `RUST_LOG`, when set, wins over `level`.
 /// Text lines are coloured only when stderr is a terminal; JSON is one object per line.
@@ -42,7 +43,9 @@ fn log_filter(directives: &str) -> Result<EnvFilter, tracing_subscriber::filter:
     if directives.contains("kube_client") {
         return Ok(filter);
     }
-    Ok(filter.add_directive(QUIET_CLIENT.parse()?))
+    QUIET_CLIENT
+        .iter()
+        .try_fold(filter, |filter, directive| Ok(filter.add_directive(directive.parse()?)))
 }
 
 #[cfg(test)]
@@ -52,7 +55,9 @@ mod tests {
     #[test]
     fn the_client_per_request_errors_are_off_unless_the_filter_names_kube_client() {
         let quiet = log_filter("info").unwrap().to_string();
-        assert!(quiet.contains(QUIET_CLIENT), "{quiet}");
+        for directive in QUIET_CLIENT {
+            assert!(quiet.contains(directive), "{quiet}");
+        }
         let chosen = log_filter("info,kube_client=debug").unwrap().to_string();
         assert!(!chosen.contains("=off"), "{chosen}");
         assert!(log_filter("[[[").is_err());

@@ -1,5 +1,6 @@
 //! `/metrics` of a Manager on the real control plane: counts, buckets, promtool, a real Prometheus.
 
+mod client;
 mod dashboard;
 mod prometheus;
 mod scrape;
