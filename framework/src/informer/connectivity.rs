@@ -137,11 +137,13 @@ mod tests {
             _: tracing_subscriber::layer::Context<'_, S>,
         ) {
             let mut message = String::new();
-            event.record(&mut |field: &tracing::field::Field, value: &dyn fmt::Debug| {
-                if field.name() == "message" {
-                    message = format!("{value:?}");
-                }
-            });
+            event.record(
+                &mut |field: &tracing::field::Field, value: &dyn fmt::Debug| {
+                    if field.name() == "message" {
+                        message = format!("{value:?}");
+                    }
+                },
+            );
             self.0.lock().push((*event.metadata().level(), message));
         }
     }
@@ -150,9 +152,8 @@ mod tests {
     async fn an_outage_of_many_failed_requests_writes_a_warning_a_summary_per_backoff_step_and_one_info()
      {
         let lines = Lines::default();
-        let _guard = tracing::subscriber::set_default(
-            tracing_subscriber::registry().with(lines.clone()),
-        );
+        let _guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
         let tracker = Connectivity::default();
         let error = "connection refused";
         // Ten informers fail every 100 ms for the first second (a hundred failures) and then
@@ -197,9 +198,8 @@ mod tests {
 
     #[test]
     fn only_errors_of_reaching_the_server_count_as_unreachable() {
-        let refused = kube::Error::ReadEvents(std::io::Error::from(
-            std::io::ErrorKind::ConnectionRefused,
-        ));
+        let refused =
+            kube::Error::ReadEvents(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
         assert!(is_unreachable(&refused));
         let forbidden = kube::Error::Api(Box::new(kube::core::Status::failure(
             "forbidden",

@@ -378,7 +378,9 @@ fn classify(err: kube::Error) -> WatchEnd {
     }
 }
 
-fn next_delay(delays: &mut (impl Iterator<Item = std::time::Duration> + Send)) -> std::time::Duration {
+fn next_delay(
+    delays: &mut (impl Iterator<Item = std::time::Duration> + Send),
+) -> std::time::Duration {
     delays
         .next()
         .unwrap_or_else(|| std::time::Duration::from_secs(30))

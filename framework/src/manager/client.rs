@@ -14,7 +14,10 @@ use crate::metrics::Metrics;
 ///
 /// # Errors
 /// [`Error::InvalidFlags`] naming the file or context.
-pub(crate) fn check_kubeconfig(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<(), Error> {
+pub(crate) fn check_kubeconfig(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<(), Error> {
     let loaded = match kubeconfig {
         Some(path) => Kubeconfig::read_from(path).map_err(|e| {
             Error::InvalidFlags(format!("--kubeconfig {}: {}", path.display(), reason(&e)))
@@ -33,10 +36,8 @@ pub(crate) fn check_kubeconfig(kubeconfig: Option<&Path>, context: Option<&str>)
         && !loaded.contexts.iter().any(|c| c.name == context)
     {
         let known: Vec<&str> = loaded.contexts.iter().map(|c| c.name.as_str()).collect();
-        let file = kubeconfig.map_or_else(
-            || "the kubeconfig".to_owned(),
-            |p| p.display().to_string(),
-        );
+        let file =
+            kubeconfig.map_or_else(|| "the kubeconfig".to_owned(), |p| p.display().to_string());
         return Err(Error::InvalidFlags(format!(
             "--context {context}: no such context in {file} (it has: {})",
             known.join(", ")
@@ -58,8 +59,7 @@ pub(crate) async fn client_config(
     };
     let config = match kubeconfig {
         Some(path) => {
-            let loaded =
-                Kubeconfig::read_from(path).map_err(kube::Error::InferKubeconfig);
+            let loaded = Kubeconfig::read_from(path).map_err(kube::Error::InferKubeconfig);
             match loaded {
                 Ok(loaded) => kube::Config::from_custom_kubeconfig(loaded, &options)
                     .await
@@ -95,7 +95,10 @@ fn reason(err: &KubeconfigError) -> String {
         KubeconfigError::ReadConfig(io, _) => format!("cannot read it: {io}"),
         KubeconfigError::Parse(parse) => {
             let text = parse.to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
             format!("not a valid kubeconfig: {}", first.trim())
         }
         other => other.to_string().replace('\n', " "),

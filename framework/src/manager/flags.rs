@@ -141,9 +141,9 @@ impl Flags {
     /// reads and `--context` exists); on a mistake prints it on one line, the way clap prints a
     /// bad flag, and exits with code 2.
     pub fn exit_if_invalid(&self) {
-        let checked = self
-            .config()
-            .and_then(|_| super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref()));
+        let checked = self.config().and_then(|_| {
+            super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())
+        });
         if let Err(e) = checked {
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")).exit();
         }

@@ -10,7 +10,10 @@ use super::{Error, LogFormat};
 /// HTTP trace layer) and a WARN for every watch the server drops, a flood while the API server
 /// restarts. The informers report an outage once instead, so those lines are off unless the
 /// filter names `kube_client` itself.
-const QUIET_CLIENT: [&str; 2] = ["kube_client::client::builder=off", "kube_client::client=error"];
+const QUIET_CLIENT: [&str; 2] = [
+    "kube_client::client::builder=off",
+    "kube_client::client=error",
+];
 
 /// Installs a global tracing subscriber writing to stderr; `RUST_LOG`, when set, wins over `level`.
 /// Text lines are coloured only when stderr is a terminal; JSON is one object per line.
@@ -43,9 +46,9 @@ fn log_filter(directives: &str) -> Result<EnvFilter, tracing_subscriber::filter:
     if directives.contains("kube_client") {
         return Ok(filter);
     }
-    QUIET_CLIENT
-        .iter()
-        .try_fold(filter, |filter, directive| Ok(filter.add_directive(directive.parse()?)))
+    QUIET_CLIENT.iter().try_fold(filter, |filter, directive| {
+        Ok(filter.add_directive(directive.parse()?))
+    })
 }
 
 #[cfg(test)]

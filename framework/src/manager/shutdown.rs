@@ -25,7 +25,10 @@ pub async fn cancel_on_signal(token: CancellationToken) -> std::io::Result<Infal
         };
         received += 1;
         if received == 1 {
-            tracing::info!(signal = name, "shutting down; send it again to exit at once");
+            tracing::info!(
+                signal = name,
+                "shutting down; send it again to exit at once"
+            );
             token.cancel();
         } else {
             tracing::warn!(

@@ -35,7 +35,10 @@ async fn the_managers_client_counts_its_requests_by_code_method_and_host_in_metr
     for _ in 0..3 {
         configmaps.list(&ListParams::default()).await?;
     }
-    assert!(configmaps.get("missing").await.is_err(), "no such ConfigMap");
+    assert!(
+        configmaps.get("missing").await.is_err(),
+        "no such ConfigMap"
+    );
 
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
