@@ -661,23 +661,29 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
     let exited = terminate(&mut operator).await?;
     assert!(exited.success(), "exit status {exited}");
 
-    let lines = json_lines(&back);
+    assert_outage_lines(&back, failed_requests(&during), OUTAGE);
+    Ok(())
+}
+
+/// The log of an outage of `outage` during which `failed` requests failed: a warning when it
+/// began, at most one summary per backoff step, one line when it was over; each line JSON.
+fn assert_outage_lines(back: &str, failed: f64, outage: Duration) {
+    let lines = json_lines(back);
     let level = |l: &serde_json::Value| l["level"].as_str().unwrap_or_default().to_owned();
     let loud: Vec<_> = lines
         .iter()
         .filter(|l| matches!(level(l).as_str(), "WARN" | "ERROR"))
         .collect();
-    let failed = failed_requests(&during);
     // Informers back off from 0.8 s, doubling with jitter: within 10 s each fails about four
     // times (more requests than lines); the lines are one warning when the outage begins and at
     // most one summary per backoff step.
     assert!(
         failed >= 4.0,
-        "the outage made requests fail: {failed} in\n{during}"
+        "the outage made requests fail: {failed} counted by rest_client_requests_total"
     );
     assert!(
         (1..=6).contains(&loud.len()),
-        "{} WARN/ERROR lines for a {OUTAGE:?} outage with {failed} failed requests:\n{back}",
+        "{} WARN/ERROR lines for a {outage:?} outage with {failed} failed requests:\n{back}",
         loud.len()
     );
     assert!(
@@ -710,11 +716,10 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
         .as_f64()
         .unwrap_or_default();
     assert!(
-        down_for >= OUTAGE.as_secs_f64() - 1.0,
+        down_for >= outage.as_secs_f64() - 1.0,
         "it tells how long the API server was gone: {}",
         recovered[0]
     );
-    Ok(())
 }
 
 #[test]

@@ -108,6 +108,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Registering in a new registry: no family is there yet, so none can clash.
 const CLASH: &str = "a new registry holds no family yet, so none can clash";
 
+/// A new registry with the controller, queue, leader-election and client families in it.
+fn new_registry() -> (Registry, Metrics) {
+    let registry = Registry::new();
+    let metrics = Metrics::new(&registry).expect(CLASH);
+    (registry, metrics)
+}
+
 /// Owns the client, the metrics registry, the probes and every runnable of an operator, and runs
 /// them until SIGTERM/SIGINT; see the [module docs](self).
 pub struct Manager {
@@ -138,8 +145,7 @@ impl Manager {
     /// for that, let the manager build the client ([`Self::with_client_config`]).
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
-        let registry = Registry::new();
-        let metrics = Metrics::new(&registry).expect(CLASH);
+        let (registry, metrics) = new_registry();
         Self::assemble(client, config, registry, metrics)
     }
 
@@ -150,8 +156,7 @@ impl Manager {
     /// [`Error::ClientConfig`] when no client can be built for `client_config` (e.g. a TLS
     /// setting that does not load).
     pub fn with_client_config(client_config: kube::Config, config: Config) -> Result<Self> {
-        let registry = Registry::new();
-        let metrics = Metrics::new(&registry).expect(CLASH);
+        let (registry, metrics) = new_registry();
         let client = client::build_client(client_config, &metrics)?;
         Ok(Self::assemble(client, config, registry, metrics))
     }

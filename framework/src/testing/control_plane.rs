@@ -108,7 +108,7 @@ impl ControlPlane {
             .tempdir()
             .map_err(io_error("creating a temporary folder"))?;
         let (existing, kubeconfig, config) = Existing::connect().await?;
-        let api_addr = existing.api_addr(&config)?;
+        let api_addr = Existing::api_addr(&config)?;
         Ok(Self {
             local: None,
             existing: Some(existing),

@@ -30,6 +30,7 @@ pub fn use_existing_cluster() -> bool {
 /// skipped and why; the test then returns at once.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn demo() -> Result<(), kubeward::testing::Error> {
 /// use kubeward::testing::{ControlPlane, skip_on_existing_cluster};
 ///
@@ -89,7 +90,7 @@ impl Existing {
     }
 
     /// The API server's address, from the cluster URL.
-    pub(crate) fn api_addr(&self, config: &Config) -> Result<SocketAddr> {
+    pub(crate) fn api_addr(config: &Config) -> Result<SocketAddr> {
         let host = config.cluster_url.host().unwrap_or("localhost");
         let port = config.cluster_url.port_u16().unwrap_or(443);
         (host.trim_start_matches('[').trim_end_matches(']'), port)
@@ -133,10 +134,7 @@ impl Reaper {
         let kubectl = match Binaries::tool("kubectl") {
             Ok(kubectl) => kubectl,
             Err(e) => {
-                #[allow(clippy::print_stderr)] // a test helper's notice
-                {
-                    eprintln!("the test namespaces will not be deleted afterwards: {e}");
-                }
+                eprintln!("the test namespaces will not be deleted afterwards: {e}");
                 return None;
             }
         };
