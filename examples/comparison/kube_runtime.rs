@@ -174,7 +174,7 @@ fn error_policy(_: Arc<ConfigMapGenerator>, error: &Error, _: Arc<Ctx>) -> Actio
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     if std::env::args().nth(1).as_deref() == Some("crd") {
-        print!("{}", serde_yaml::to_string(&ConfigMapGenerator::crd())?);
+        print!("{}", serde_norway::to_string(&ConfigMapGenerator::crd())?);
         return Ok(());
     }
     tracing_subscriber::fmt::init();

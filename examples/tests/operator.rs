@@ -289,6 +289,11 @@ async fn scrape_after_success(metrics: SocketAddr) -> anyhow::Result<String> {
 async fn the_operator_runs_on_exactly_the_charts_rbac_with_leader_election_and_never_gets_a_403()
 -> anyhow::Result<()> {
     // A private control plane: the release takes ownership of the cluster-scoped CRD.
+    if kubeward::testing::skip_on_existing_cluster(
+        "a private control plane the release's CRD can belong to",
+    ) {
+        return Ok(());
+    }
     let cp = ControlPlane::start().await?;
     let (release_ns, sa, lease) = ("operator-system", "cmg-operator", "cmg-leader");
     install_chart(&cp, release_ns, sa, lease).await?;
@@ -435,7 +440,7 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
         || async {
             std::fs::read_to_string(&log)
                 .ok()?
-                .contains("list failed; retrying")
+                .contains("API server unreachable; retrying with backoff")
                 .then_some(())
         },
     )
@@ -456,5 +461,321 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
     );
     let exited = terminate(&mut operator).await?;
     assert!(exited.success(), "SIGTERM still stops it cleanly: {exited}");
+    Ok(())
+}
+
+/// Sends `signal` (`-INT`, `-TERM`) to the operator.
+fn send(operator: &Operator, signal: &str) -> anyhow::Result<()> {
+    let pid = operator.0.id().to_string();
+    anyhow::ensure!(
+        Command::new("kill")
+            .args([signal, &pid])
+            .status()?
+            .success(),
+        "{signal} was not delivered"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() -> anyhow::Result<()>
+{
+    let cp = ControlPlane::shared().await?;
+    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("forced").await?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("operator.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(["--namespace", &ns, "--metrics-bind-address", "0"])
+        .args(["--health-probe-bind-address", "0"])
+        .args(["--graceful-shutdown-timeout", "60s"])
+        .env("KUBECONFIG", cp.kubeconfig())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let mut operator = Operator(child);
+
+    // A reconcile that takes 20 s keeps the graceful shutdown busy.
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let mut slow = ConfigMapGenerator::new(
+        "slow",
+        ConfigMapGeneratorSpec {
+            content: "never mind".into(),
+        },
+    );
+    slow.metadata.annotations = Some([(DELAY_ANNOTATION.to_owned(), "20s".to_owned())].into());
+    generators.create(&PostParams::default(), &slow).await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the slow reconcile to start (finalizer added)",
+        || async {
+            let g = generators.get("slow").await.ok()?;
+            g.metadata
+                .finalizers?
+                .iter()
+                .any(|f| f == FINALIZER)
+                .then_some(())
+        },
+    )
+    .await?;
+
+    send(&operator, "-INT")?;
+    wait_for(
+        Duration::from_secs(10),
+        "the operator to log that it is shutting down",
+        || async {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("shutting down; send it again")
+                .then_some(())
+        },
+    )
+    .await?;
+    assert!(
+        operator.0.try_wait()?.is_none(),
+        "the first SIGINT waits for the 20 s reconcile"
+    );
+
+    send(&operator, "-INT")?;
+    let exited = wait_for(
+        Duration::from_secs(1),
+        "the operator to exit within a second of the second SIGINT",
+        || {
+            let status = operator.0.try_wait().ok().flatten();
+            async move { status }
+        },
+    )
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    assert_eq!(
+        exited.code(),
+        Some(1),
+        "a forced shutdown exits with code 1"
+    );
+    let text = std::fs::read_to_string(&log)?;
+    assert!(
+        !text.contains('\x1b'),
+        "text logs into a file carry no colour codes:\n{text}"
+    );
+    Ok(())
+}
+
+/// The log lines of a `--log-format=json` log, each parsed (the test fails on a line that is
+/// not one JSON object).
+fn json_lines(log: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+            assert!(value.is_object(), "not a JSON object: {line}");
+            value
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when_it_is_back()
+-> anyhow::Result<()> {
+    const OUTAGE: Duration = Duration::from_secs(10);
+    let cp = ControlPlane::shared().await?;
+    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("outage").await?;
+    let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = kubeconfig_through(cp, &proxy, dir.path())?;
+    let (metrics, log) = (free_addr(), dir.path().join("operator.log"));
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(["--namespace", &ns, "--log-format", "json"])
+        .args(["--metrics-bind-address", &metrics.to_string()])
+        .args(["--health-probe-bind-address", "0"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let mut operator = Operator(child);
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let sample = ConfigMapGenerator::new(
+        "before",
+        ConfigMapGeneratorSpec {
+            content: "up".into(),
+        },
+    );
+    generators.create(&PostParams::default(), &sample).await?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    wait_for(
+        Duration::from_secs(30),
+        "the operator to reconcile before the outage",
+        || async { configmaps.get_opt(&generated_name(&sample)).await.ok()? },
+    )
+    .await?;
+    // The outage hits an idle operator: the status is written and no reconcile runs or waits.
+    wait_for(
+        Duration::from_secs(30),
+        "the status to be written",
+        || async {
+            let status = generators.get("before").await.ok()?.status?;
+            status.observed_generation.map(|_| ())
+        },
+    )
+    .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the operator to be idle",
+        || async {
+            let page = get_body(metrics, "/metrics").await?;
+            let idle = |family: &str| {
+                page.lines()
+                    .filter(|l| l.starts_with(family))
+                    .all(|l| l.ends_with(" 0"))
+            };
+            (idle("controller_runtime_active_workers{") && idle("workqueue_depth{")).then_some(())
+        },
+    )
+    .await?;
+
+    proxy.cut();
+    tokio::time::sleep(OUTAGE).await; // the outage itself: its length is what is under test
+    let failed_requests = |page: &str| -> f64 {
+        page.lines()
+            .filter(|l| l.starts_with("rest_client_requests_total{code=\"<error>\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let during = get_body(metrics, "/metrics").await.unwrap_or_default();
+    proxy.restore();
+    let back = wait_for(
+        Duration::from_secs(60),
+        "the operator to log that the API server is back",
+        || async {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.contains("API server reachable again").then_some(text)
+        },
+    )
+    .await?;
+    let exited = terminate(&mut operator).await?;
+    assert!(exited.success(), "exit status {exited}");
+
+    assert_outage_lines(&back, failed_requests(&during), OUTAGE);
+    Ok(())
+}
+
+/// The log of an outage of `outage` during which `failed` requests failed: a warning when it
+/// began, at most one summary per backoff step, one line when it was over; each line JSON.
+fn assert_outage_lines(back: &str, failed: f64, outage: Duration) {
+    let lines = json_lines(back);
+    let level = |l: &serde_json::Value| l["level"].as_str().unwrap_or_default().to_owned();
+    let loud: Vec<_> = lines
+        .iter()
+        .filter(|l| matches!(level(l).as_str(), "WARN" | "ERROR"))
+        .collect();
+    // Informers back off from 0.8 s, doubling with jitter: within 10 s each fails about four
+    // times (more requests than lines); the lines are one warning when the outage begins and at
+    // most one summary per backoff step.
+    assert!(
+        failed >= 4.0,
+        "the outage made requests fail: {failed} counted by rest_client_requests_total"
+    );
+    assert!(
+        (1..=6).contains(&loud.len()),
+        "{} WARN/ERROR lines for a {outage:?} outage with {failed} failed requests:\n{back}",
+        loud.len()
+    );
+    assert!(
+        loud.iter().all(|l| !l["target"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("kube_client")),
+        "kube's per-request errors are quiet:\n{back}"
+    );
+    assert_eq!(
+        loud[0]["message"], "API server unreachable; retrying with backoff",
+        "the first line names the outage: {}",
+        loud[0]
+    );
+    assert!(
+        loud[0]["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "with the error: {}",
+        loud[0]
+    );
+    let recovered: Vec<_> = lines
+        .iter()
+        .filter(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("API server reachable again"))
+        })
+        .collect();
+    assert_eq!(recovered.len(), 1, "one line when it is back:\n{back}");
+    let down_for = recovered[0]["down_for_seconds"]
+        .as_f64()
+        .unwrap_or_default();
+    assert!(
+        down_for >= outage.as_secs_f64() - 1.0,
+        "it tells how long the API server was gone: {}",
+        recovered[0]
+    );
+}
+
+#[test]
+fn a_missing_or_malformed_kubeconfig_or_an_unknown_context_is_one_line_naming_it()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let missing = dir.path().join("nowhere.yaml");
+    let malformed = dir.path().join("malformed.yaml");
+    std::fs::write(&malformed, "clusters: [unclosed\n")?;
+    let good = dir.path().join("good.yaml");
+    std::fs::write(
+        &good,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: here\n  context:\n    cluster: c\n    user: u\ncurrent-context: here\n",
+    )?;
+    let cases: [(Vec<String>, String); 4] = [
+        (
+            vec!["--kubeconfig".into(), missing.display().to_string()],
+            format!("--kubeconfig {}: cannot read it", missing.display()),
+        ),
+        (
+            vec!["--kubeconfig".into(), malformed.display().to_string()],
+            format!(
+                "--kubeconfig {}: not a valid kubeconfig",
+                malformed.display()
+            ),
+        ),
+        (
+            vec![
+                "--kubeconfig".into(),
+                good.display().to_string(),
+                "--context".into(),
+                "elsewhere".into(),
+            ],
+            format!(
+                "--context elsewhere: no such context in {} (it has: here)",
+                good.display()
+            ),
+        ),
+        (
+            vec!["--context".into(), "elsewhere".into()],
+            "--context elsewhere: no such context in the kubeconfig (it has: here)".into(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+            .args(&args)
+            .env("KUBECONFIG", &good)
+            .output()?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, got {stderr}");
+        assert!(
+            lines[0].contains(&expected),
+            "{args:?}: expected {expected:?} in {stderr}"
+        );
+    }
     Ok(())
 }

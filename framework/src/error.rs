@@ -88,7 +88,7 @@ from_errors!(
     kube::Error,
     kube::core::Status,
     serde_json::Error,
-    serde_yaml::Error,
+    serde_norway::Error,
     std::io::Error,
     std::fmt::Error,
     crate::reconcile::Error,

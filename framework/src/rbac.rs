@@ -139,8 +139,8 @@ pub fn merge(rules: impl IntoIterator<Item = PolicyRule>) -> Vec<PolicyRule> {
 ///
 /// # Errors
 /// The rules could not be serialized (not expected for [`PolicyRule`]).
-pub fn rules_yaml(header: &str, rules: &[PolicyRule]) -> Result<String, serde_yaml::Error> {
-    let body = serde_yaml::to_string(&BTreeMap::from([("rules", rules)]))?;
+pub fn rules_yaml(header: &str, rules: &[PolicyRule]) -> Result<String, serde_norway::Error> {
+    let body = serde_norway::to_string(&BTreeMap::from([("rules", rules)]))?;
     Ok(format!("{}{body}", comment(header)))
 }
 
@@ -148,7 +148,7 @@ pub fn rules_yaml(header: &str, rules: &[PolicyRule]) -> Result<String, serde_ya
 ///
 /// # Errors
 /// The role could not be serialized (not expected for [`PolicyRule`]).
-pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, serde_yaml::Error> {
+pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, serde_norway::Error> {
     use k8s_openapi::api::rbac::v1::ClusterRole;
     let role = ClusterRole {
         metadata: kube::api::ObjectMeta {
@@ -158,12 +158,12 @@ pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, ser
         rules: Some(rules.to_vec()),
         ..ClusterRole::default()
     };
-    let mut value = serde_yaml::to_value(&role)?;
-    if let serde_yaml::Value::Mapping(map) = &mut value {
+    let mut value = serde_norway::to_value(&role)?;
+    if let serde_norway::Value::Mapping(map) = &mut value {
         map.insert("apiVersion".into(), "rbac.authorization.k8s.io/v1".into());
         map.insert("kind".into(), "ClusterRole".into());
     }
-    serde_yaml::to_string(&value)
+    serde_norway::to_string(&value)
 }
 
 /// `text` as YAML comment lines.
@@ -243,9 +243,9 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_role_renders_with_its_kind_and_rules() -> Result<(), serde_yaml::Error> {
+    fn a_cluster_role_renders_with_its_kind_and_rules() -> Result<(), serde_norway::Error> {
         let yaml = cluster_role_yaml("gen", &Rules::new().events().build())?;
-        let value: serde_yaml::Value = serde_yaml::from_str(&yaml)?;
+        let value: serde_norway::Value = serde_norway::from_str(&yaml)?;
         assert_eq!(value["kind"], "ClusterRole");
         assert_eq!(value["apiVersion"], "rbac.authorization.k8s.io/v1");
         assert_eq!(value["metadata"]["name"], "gen");

@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     match args.command {
         Some(Command::Crd) => {
-            let yaml = serde_yaml::to_string(&ConfigMapGenerator::crd())?;
+            let yaml = serde_norway::to_string(&ConfigMapGenerator::crd())?;
             std::io::stdout().write_all(yaml.as_bytes())?;
             return Ok(());
         }

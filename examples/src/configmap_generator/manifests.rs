@@ -31,8 +31,8 @@ templates/leader-election-rbac.yaml, since they belong to the Manager, not to a 
 ///
 /// # Errors
 /// The CRD could not be serialized.
-pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
-    let body = serde_yaml::to_string(&ConfigMapGenerator::crd())?;
+pub fn crd_yaml() -> Result<String, serde_norway::Error> {
+    let body = serde_norway::to_string(&ConfigMapGenerator::crd())?;
     Ok(format!("{}{body}", comment(CRD_HEADER)))
 }
 
@@ -42,7 +42,7 @@ pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
 ///
 /// # Errors
 /// The rules could not be serialized.
-pub fn rbac_rules_yaml() -> Result<String, serde_yaml::Error> {
+pub fn rbac_rules_yaml() -> Result<String, serde_norway::Error> {
     let rules = rbac::merge(ConfigMapGenerator::rbac_rules());
     rbac::rules_yaml(RBAC_HEADER, &rules)
 }

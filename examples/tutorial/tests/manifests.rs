@@ -20,7 +20,7 @@ fn countdown(subcommand: &str) -> anyhow::Result<String> {
 
 #[test]
 fn countdown_crd_prints_the_crd_of_the_countdown_type() -> anyhow::Result<()> {
-    let printed: CustomResourceDefinition = serde_yaml::from_str(&countdown("crd")?)?;
+    let printed: CustomResourceDefinition = serde_norway::from_str(&countdown("crd")?)?;
     assert_eq!(printed, Countdown::crd());
     Ok(())
 }
@@ -32,7 +32,7 @@ fn countdown_rbac_prints_the_rules_the_derive_generates_as_the_charts_rules_file
     struct RulesFile {
         rules: Vec<PolicyRule>,
     }
-    let printed: RulesFile = serde_yaml::from_str(&countdown("rbac")?)?;
+    let printed: RulesFile = serde_norway::from_str(&countdown("rbac")?)?;
     assert_eq!(printed.rules, Countdown::rbac_rules());
     assert!(
         printed

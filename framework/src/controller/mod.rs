@@ -14,6 +14,7 @@ mod erased;
 mod finalizer;
 mod intake;
 mod predicate;
+mod reconcile_id;
 mod reconciler;
 mod running;
 mod scope;

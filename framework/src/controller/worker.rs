@@ -53,8 +53,10 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
     let span = tracing::info_span!(
         "reconcile",
         controller = shared.ctx.name(),
+        kind = %K::kind(&()),
         namespace = key.namespace().unwrap_or_default(),
         object = key.name(),
+        reconcile_id = %super::reconcile_id::next(),
     );
     shared.metrics.started();
     let started = tokio::time::Instant::now();

@@ -1,5 +1,6 @@
 //! Settings of an informer: paging, selectors, watch timeouts, transforms of cached objects, resync.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -23,6 +24,9 @@ pub struct Config {
     pub(crate) resync: Option<Duration>,
     pub(crate) backoff_min: Duration,
     pub(crate) backoff_max: Duration,
+    /// Shared by every informer configured from clones of this config (all of a factory's), so
+    /// that an outage is told once, not once per informer.
+    pub(crate) connectivity: Arc<super::connectivity::Connectivity>,
 }
 
 impl Default for Config {
@@ -39,6 +43,7 @@ impl Default for Config {
             resync: None,
             backoff_min: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
+            connectivity: Arc::default(),
         }
     }
 }

@@ -34,6 +34,7 @@
 
 mod buffer;
 mod config;
+mod connectivity;
 mod error;
 mod factory;
 mod handler;

@@ -14,6 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Stats;
+use super::connectivity;
 use super::shared_informer::{Inner, Transform};
 
 /// Lists and watches for one informer; runs until its task is cancelled.
@@ -65,10 +66,12 @@ where
             let version = match resource_version.take() {
                 Some(version) => version,
                 None => match self.list().await {
-                    Ok(version) => version,
+                    Ok(version) => {
+                        self.informer.config().connectivity.reachable();
+                        version
+                    }
                     Err(err) => {
-                        tracing::warn!(url = self.request.url_path, error = %err, "list failed; retrying");
-                        wait(&mut delays).await;
+                        self.retry_after("list", &err, &mut delays).await;
                         continue;
                     }
                 },
@@ -80,7 +83,9 @@ where
                     delays = self.informer.config().backoff_delays();
                 }
                 // A watch that ends at once without any news is retried with backoff, not hot.
-                WatchEnd::Resume { received: false } => wait(&mut delays).await,
+                WatchEnd::Resume { received: false } => {
+                    tokio::time::sleep(next_delay(&mut delays)).await;
+                }
                 WatchEnd::Gone => {
                     tracing::info!(
                         url = self.request.url_path,
@@ -88,12 +93,31 @@ where
                     );
                     resource_version = None;
                 }
-                WatchEnd::Failed(err) => {
-                    tracing::warn!(url = self.request.url_path, error = %err, "watch failed; retrying");
-                    wait(&mut delays).await;
-                }
+                WatchEnd::Failed(err) => self.retry_after("watch", &err, &mut delays).await,
             }
         }
+    }
+
+    /// Reports a failed list or watch, then waits for the next backoff step. A server that
+    /// cannot be reached is reported through the shared [`Connectivity`](super::connectivity)
+    /// (once per outage, not once per request); any other failure (such as 403) here.
+    async fn retry_after(
+        &self,
+        request: &'static str,
+        err: &kube::Error,
+        delays: &mut (impl Iterator<Item = std::time::Duration> + Send),
+    ) {
+        let delay = next_delay(delays);
+        if connectivity::is_unreachable(err) {
+            self.informer.config().connectivity.failed(
+                &self.request.url_path,
+                &connectivity::with_causes(err),
+                delay,
+            );
+        } else {
+            tracing::warn!(url = self.request.url_path, error = %err, retry_in = ?delay, "{request} failed; retrying");
+        }
+        tokio::time::sleep(delay).await;
     }
 
     /// Lists every page into the store in place, removes what vanished, returns the version.
@@ -110,7 +134,7 @@ where
         };
         let mut next = Some(self.fetch_page(&params)?);
         while let Some(fetching) = next.take() {
-            let page = fetching.await.map_err(|()| stalled_list())??;
+            let page = fetching.await.map_err(|()| stalled("list"))??;
             if let Some(token) = page.metadata.continue_.clone().filter(|t| !t.is_empty()) {
                 params.continue_token = Some(token);
                 next = Some(self.fetch_page(&params)?);
@@ -183,12 +207,12 @@ where
             self.client.request_events::<Value>(request),
         );
         let events = match started.await {
-            Ok(Ok(events)) => events,
-            Ok(Err(err)) => return (classify(err), version),
-            Err(_) => {
-                tracing::warn!(url = self.request.url_path, idle = ?config.idle_timeout, "watch request got no response; retrying");
-                return (WatchEnd::Resume { received: false }, version);
+            Ok(Ok(events)) => {
+                config.connectivity.reachable();
+                events
             }
+            Ok(Err(err)) => return (classify(err), version),
+            Err(_) => return (WatchEnd::Failed(stalled("watch")), version),
         };
         let mut events = std::pin::pin!(events);
         let mut received = false;
@@ -196,7 +220,8 @@ where
             let next = tokio::time::timeout(config.idle_timeout, events.next()).await;
             let event = match next {
                 Err(_) => {
-                    tracing::warn!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
+                    // Restarted at once; a server that is gone shows in the restart's failure.
+                    tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
                     return (WatchEnd::Resume { received }, version);
                 }
                 Ok(None) => return (WatchEnd::Resume { received }, version),
@@ -331,11 +356,12 @@ fn prepare_raw(raw: &mut Value, strip_managed_fields: bool, compact: bool) -> Op
     compact.then(|| serde_json::to_vec(raw).ok()).flatten()
 }
 
-/// A list page that did not arrive within the idle timeout, as the client's own error type.
-fn stalled_list() -> kube::Error {
+/// A list page or watch response that did not arrive within the idle timeout, as the client's
+/// own error type.
+fn stalled(request: &str) -> kube::Error {
     kube::Error::ReadEvents(std::io::Error::new(
         std::io::ErrorKind::TimedOut,
-        "no list response within the idle timeout",
+        format!("no {request} response within the idle timeout"),
     ))
 }
 
@@ -352,11 +378,12 @@ fn classify(err: kube::Error) -> WatchEnd {
     }
 }
 
-async fn wait(delays: &mut (impl Iterator<Item = std::time::Duration> + Send)) {
-    let delay = delays
+fn next_delay(
+    delays: &mut (impl Iterator<Item = std::time::Duration> + Send),
+) -> std::time::Duration {
+    delays
         .next()
-        .unwrap_or_else(|| std::time::Duration::from_secs(30));
-    tokio::time::sleep(delay).await;
+        .unwrap_or_else(|| std::time::Duration::from_secs(30))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Parses the operator's command line, with controller-runtime's flag names.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
@@ -66,9 +67,10 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_MAX_CONCURRENT_RECONCILES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
 
-    /// How long in-flight reconciles may take to finish after SIGTERM, in seconds.
-    #[arg(long, env = "KUBEWARD_GRACEFUL_SHUTDOWN_TIMEOUT", default_value_t = 30)]
-    pub graceful_shutdown_timeout: u64,
+    /// How long in-flight reconciles may take to finish after SIGTERM (`30s`, `2m`; a bare
+    /// number is seconds).
+    #[arg(long, env = "KUBEWARD_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub graceful_shutdown_timeout: Duration,
 
     /// Log format.
     #[arg(long, env = "KUBEWARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -77,6 +79,15 @@ pub struct Flags {
     /// Log level or filter (`info`, `debug`, `kubeward=debug,info`).
     #[arg(long, env = "KUBEWARD_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+
+    /// Kubeconfig file to use; when unset, `KUBECONFIG`, `~/.kube/config`, or the in-cluster
+    /// service account.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use; when unset, the kubeconfig's current context.
+    #[arg(long, env = "KUBEWARD_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 /// How log lines are written.
@@ -126,16 +137,20 @@ impl Flags {
             .metrics_bind_address(self.metrics_bind_address)
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
-            .graceful_shutdown_timeout(Duration::from_secs(self.graceful_shutdown_timeout))
+            .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .namespace(self.namespace.clone()))
     }
 }
 
 impl Flags {
-    /// Checks what clap cannot (leader-election timings, the log filter); on a mistake prints it
-    /// the way clap prints a bad flag and exits with code 2.
+    /// Checks what clap cannot (leader-election timings, the log filter, that `--kubeconfig`
+    /// reads and `--context` exists); on a mistake prints it on one line, the way clap prints a
+    /// bad flag, and exits with code 2.
     pub fn exit_if_invalid(&self) {
-        if let Err(e) = self.config() {
+        let checked = self.config().and_then(|_| {
+            super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())
+        });
+        if let Err(e) = checked {
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")).exit();
         }
     }

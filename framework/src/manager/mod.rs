@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+mod client;
 mod config;
 mod flags;
 mod http;
@@ -34,7 +35,7 @@ pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address, parse_d
 pub use self::http::Check;
 pub use self::logging::init_logging;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
-pub use self::shutdown::cancel_on_signal;
+pub use self::shutdown::{FORCED_EXIT_CODE, cancel_on_signal};
 
 use self::http::Probes;
 use crate::informer::Factory;
@@ -105,6 +106,16 @@ pub enum Error {
 /// The manager's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Registering in a new registry: no family is there yet, so none can clash.
+const CLASH: &str = "a new registry holds no family yet, so none can clash";
+
+/// A new registry with the controller, queue, leader-election and client families in it.
+fn new_registry() -> (Registry, Metrics) {
+    let registry = Registry::new();
+    let metrics = Metrics::new(&registry).expect(CLASH);
+    (registry, metrics)
+}
+
 /// Owns the client, the metrics registry, the probes and every runnable of an operator, and runs
 /// them until SIGTERM/SIGINT; see the [module docs](self).
 pub struct Manager {
@@ -130,23 +141,32 @@ impl std::fmt::Debug for Manager {
     }
 }
 
-/// The framework's families (controllers, queues, informers, process), in a registry that holds
-/// nothing else yet.
-fn register_metrics(registry: &Registry, factory: &Arc<Factory>) -> Metrics {
-    let clash = "a new registry holds no family yet, so none can clash";
-    let metrics = Metrics::new(registry).expect(clash);
-    crate::metrics::register_informers(registry, Arc::clone(factory)).expect(clash);
-    crate::metrics::register_process(registry).expect(clash);
-    metrics
-}
-
 impl Manager {
-    /// A manager for `client`.
+    /// A manager for `client`. Its requests are not counted in the `rest_client_*` families:
+    /// for that, let the manager build the client ([`Self::with_client_config`]).
     #[must_use]
     pub fn new(client: Client, config: Config) -> Self {
-        let registry = Registry::new();
+        let (registry, metrics) = new_registry();
+        Self::assemble(client, config, registry, metrics)
+    }
+
+    /// A manager with a client it builds for `client_config`, whose requests it counts in
+    /// `rest_client_requests_total` and `rest_client_request_duration_seconds`.
+    ///
+    /// # Errors
+    /// [`Error::ClientConfig`] when no client can be built for `client_config` (e.g. a TLS
+    /// setting that does not load).
+    pub fn with_client_config(client_config: kube::Config, config: Config) -> Result<Self> {
+        let (registry, metrics) = new_registry();
+        let client = client::build_client(client_config, &metrics)?;
+        Ok(Self::assemble(client, config, registry, metrics))
+    }
+
+    /// Adds the informer and process families to `registry`, which holds only `metrics` yet.
+    fn assemble(client: Client, config: Config, registry: Registry, metrics: Metrics) -> Self {
         let factory = Arc::new(Factory::new(client.clone()).config(config.informers.clone()));
-        let metrics = register_metrics(&registry, &factory);
+        crate::metrics::register_informers(&registry, Arc::clone(&factory)).expect(CLASH);
+        crate::metrics::register_process(&registry).expect(CLASH);
         Self {
             factory,
             client,
@@ -161,8 +181,10 @@ impl Manager {
     }
 
     /// Parses [`Flags`] from the command line (printing usage and exiting with code 2 on a bad
-    /// flag, like every clap program), installs logging, and infers the client configuration
-    /// (`KUBECONFIG`, `~/.kube/config`, or the in-cluster service account).
+    /// flag, like every clap program, and on a `--kubeconfig` that does not read or a
+    /// `--context` it lacks), installs logging, and finds the client configuration
+    /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
+    /// service account).
     ///
     /// # Errors
     /// See [`Self::from_flags`].
@@ -181,10 +203,9 @@ impl Manager {
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.config()?;
         init_logging(flags.log_format, &flags.log_level)?;
-        let client = Client::try_default()
-            .await
-            .map_err(|e| Error::ClientConfig(Box::new(e)))?;
-        Ok(Self::new(client, config))
+        let client_config =
+            client::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
+        Self::with_client_config(client_config, config)
     }
 
     /// The Kubernetes client every controller of this manager shares.

@@ -5,6 +5,7 @@
 //! and the `process_*` families. [`REFERENCE`]
 //! lists them all for the book, and tests keep it in step with what is registered.
 
+mod client;
 mod controller;
 mod events;
 mod informer;
@@ -17,6 +18,7 @@ use prometheus::{
     CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
+pub use client::{ClientMetricsLayer, ClientMetricsService, REST_CLIENT_DURATION_BUCKETS};
 pub use controller::{ControllerMetrics, Outcome};
 pub(crate) use events::EventMetrics;
 pub use informer::InformerCollector;
@@ -57,6 +59,8 @@ pub struct Metrics {
     pub(crate) retries: CounterVec,
     pub(crate) leader: IntGaugeVec,
     pub(crate) events: IntCounterVec,
+    pub(crate) rest_requests: IntCounterVec,
+    pub(crate) rest_duration: HistogramVec,
 }
 
 impl Metrics {
@@ -84,6 +88,11 @@ impl Metrics {
             retries: CounterVec::new(opts(13), queue)?,
             leader: IntGaugeVec::new(opts(14), &["name"])?,
             events: IntCounterVec::new(opts(EVENTS), &["controller", "result"])?,
+            rest_requests: IntCounterVec::new(opts(REST_CLIENT), &["code", "method", "host"])?,
+            rest_duration: HistogramVec::new(
+                histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
+                &["verb", "host"],
+            )?,
         };
         registry.register(Box::new(metrics.reconcile_total.clone()))?;
         registry.register(Box::new(metrics.reconcile_errors.clone()))?;
@@ -101,6 +110,8 @@ impl Metrics {
         registry.register(Box::new(metrics.retries.clone()))?;
         registry.register(Box::new(metrics.leader.clone()))?;
         registry.register(Box::new(metrics.events.clone()))?;
+        registry.register(Box::new(metrics.rest_requests.clone()))?;
+        registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
     }
 
@@ -119,6 +130,18 @@ impl Metrics {
     /// The `kubeward_events_total` series of the Event recorder of `controller`.
     pub(crate) fn events(&self, controller: &str) -> EventMetrics {
         EventMetrics::new(self, controller)
+    }
+
+    /// A layer for a kube client talking to the API server at `host` (`HOST:PORT`) that records
+    /// its requests in the `rest_client_*` families; the [`Manager`](crate::manager::Manager)
+    /// puts it on the client it builds.
+    #[must_use]
+    pub fn client_layer(&self, host: &str) -> ClientMetricsLayer {
+        ClientMetricsLayer::new(
+            self.rest_requests.clone(),
+            self.rest_duration.clone(),
+            host.to_owned(),
+        )
     }
 
     /// Sets `leader_election_master_status{name}`.
@@ -159,6 +182,8 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
 const EVENTS: usize = 21;
+/// The index of the first `rest_client_*` family in [`REFERENCE`].
+const REST_CLIENT: usize = REFERENCE.len() - 2;
 
 fn opts(index: usize) -> Opts {
     let (name, _, _, help) = REFERENCE[index];
@@ -210,6 +235,14 @@ mod tests {
             .with_label_values(&["demo"])
             .observe(0.1);
         metrics.retries.with_label_values(&["demo", "demo"]).inc();
+        metrics
+            .rest_requests
+            .with_label_values(&["200", "GET", "demo"])
+            .inc();
+        metrics
+            .rest_duration
+            .with_label_values(&["GET", "demo"])
+            .observe(0.1);
         let mut gathered: Vec<(String, String, String)> = registry
             .gather()
             .iter()

@@ -177,4 +177,16 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "none",
         "OS threads of the process (Linux).",
     ),
+    (
+        "rest_client_requests_total",
+        "counter",
+        "code, method, host",
+        "Requests of the manager's client by HTTP status code (`<error>` when no answer came), method and API server.",
+    ),
+    (
+        "rest_client_request_duration_seconds",
+        "histogram",
+        "verb, host",
+        "Time until the API server's response headers arrived, by HTTP method and API server.",
+    ),
 ];

@@ -4,6 +4,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -134,6 +135,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
                 core: Mutex::new(core),
                 wake: Notify::new(),
                 drained: Notify::new(),
+                draining: AtomicBool::new(false),
             }),
         }
     }
@@ -147,6 +149,8 @@ struct Shared<T> {
     wake: Notify,
     /// Wakes `shutdown_with_drain`.
     drained: Notify,
+    /// A `shutdown_with_drain` waits; a plain `shutdown` clears it to release the wait.
+    draining: AtomicBool,
 }
 
 /// A work queue of keys: deduplicating, delaying, rate limiting and prioritising, for any number
@@ -423,27 +427,38 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
 
     /// Stops the queue: adds are ignored from now on and delayed keys are dropped, but keys that
     /// are ready, and keys being processed that were added again, are still handed out; then
-    /// [`get`](Self::get) returns `None`.
+    /// [`get`](Self::get) returns `None`. A [`shutdown_with_drain`](Self::shutdown_with_drain)
+    /// that is waiting returns at once.
     pub fn shutdown(&self) {
-        self.change(|core, clock| {
-            core.shutdown(clock);
-            ((), Wake::All)
-        });
+        // Like client-go's `ShutDown` after `ShutDownWithDrain`: a forced shutdown stops waiting.
+        self.shared.draining.store(false, Ordering::SeqCst);
+        self.stop();
+        self.shared.drained.notify_waiters();
     }
 
     /// [`shutdown`](Self::shutdown), then waits until the workers have processed every key that
     /// was still ready or being processed. It only finishes if workers keep calling `get` and
-    /// `done`: put a timeout around it.
+    /// `done`, or when [`shutdown`](Self::shutdown) is called meanwhile (a forced shutdown,
+    /// which returns it at once): put a timeout around it.
     pub async fn shutdown_with_drain(&self) {
-        self.shutdown();
+        self.shared.draining.store(true, Ordering::SeqCst);
+        self.stop();
         loop {
             let mut drained = pin!(self.shared.drained.notified());
             drained.as_mut().enable();
-            if self.shared.core.lock().is_drained() {
+            if self.shared.core.lock().is_drained() || !self.shared.draining.load(Ordering::SeqCst)
+            {
                 return;
             }
             drained.await;
         }
+    }
+
+    fn stop(&self) {
+        self.change(|core, clock| {
+            core.shutdown(clock);
+            ((), Wake::All)
+        });
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.

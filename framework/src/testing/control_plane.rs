@@ -14,30 +14,43 @@ use kube::{Api, Client, Config};
 use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
+use super::existing::Existing;
 use super::process::Supervised;
 use super::{Binaries, Error, Result, TcpProxy, io_error};
 
 /// How long start-up may take before it is reported as failed.
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// What the log tails of an existing cluster say.
+const NO_LOG: &str = "(an existing cluster: its logs are not at hand)";
 /// How often to try again when a free port was taken by someone else between probe and bind.
 const START_ATTEMPTS: usize = 3;
 
-/// A running etcd + kube-apiserver pair on loopback, with RBAC on and an admin token.
+/// A running etcd + kube-apiserver pair on loopback, with RBAC on and an admin token; or, with
+/// `KUBEWARD_USE_EXISTING_CLUSTER=true`, the cluster of the current kubeconfig context (see
+/// [`use_existing_cluster`](super::use_existing_cluster)).
 ///
 /// Both processes stop and the temporary folder is removed when this is dropped, also while a
 /// test panics; the processes die with the test process even if it is killed.
 #[derive(Debug)]
 pub struct ControlPlane {
+    // Field order is drop order: the processes go first.
+    local: Option<Local>,
+    existing: Option<Existing>,
+    config: Config,
+    api_addr: SocketAddr,
+    kubeconfig: PathBuf,
+    dir: TempDir,
+}
+
+/// The processes of a local control plane.
+#[derive(Debug)]
+struct Local {
     // Field order is drop order: the apiserver must go before etcd.
     apiserver: Supervised,
     etcd: Supervised,
     apiserver_program: PathBuf,
     apiserver_args: Vec<String>,
-    config: Config,
-    api_port: u16,
-    kubeconfig: PathBuf,
     etcd_url: String,
-    dir: TempDir,
 }
 
 impl ControlPlane {
@@ -68,9 +81,49 @@ impl ControlPlane {
     ///
     /// # Errors
     /// As [`Self::start`].
+    /// With `KUBEWARD_USE_EXISTING_CLUSTER=true` it is the cluster of the current kubeconfig
+    /// context instead: no process is started, and the namespaces tests create are deleted
+    /// when the test process ends.
+    ///
+    /// # Errors
+    /// As [`Self::start`]; with an existing cluster, a kubeconfig that cannot be read or a
+    /// cluster that does not answer.
     pub async fn shared() -> Result<&'static Self> {
         static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
-        SHARED.get_or_try_init(Self::start).await
+        SHARED
+            .get_or_try_init(|| async {
+                if super::use_existing_cluster() {
+                    Self::existing().await
+                } else {
+                    Self::start().await
+                }
+            })
+            .await
+    }
+
+    /// The cluster of the current kubeconfig context (`KUBECONFIG`, else `~/.kube/config`).
+    async fn existing() -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("kubeward-existing-")
+            .tempdir()
+            .map_err(io_error("creating a temporary folder"))?;
+        let (existing, kubeconfig, config) = Existing::connect().await?;
+        let api_addr = Existing::api_addr(&config)?;
+        Ok(Self {
+            local: None,
+            existing: Some(existing),
+            config,
+            api_addr,
+            kubeconfig,
+            dir,
+        })
+    }
+
+    /// Whether this is an existing cluster (`KUBEWARD_USE_EXISTING_CLUSTER`), not processes this
+    /// test binary started.
+    #[must_use]
+    pub fn is_existing_cluster(&self) -> bool {
+        self.existing.is_some()
     }
 
     /// A client with cluster-admin rights (`system:masters`).
@@ -117,7 +170,7 @@ impl ControlPlane {
     /// The address kube-apiserver listens on, to put a [`TcpProxy`] in front of it.
     #[must_use]
     pub fn apiserver_addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.api_port))
+        self.api_addr
     }
 
     /// A kubeconfig file for kubectl and helm, with the admin token.
@@ -132,10 +185,11 @@ impl ControlPlane {
         self.config.cluster_url.to_string()
     }
 
-    /// The client URL of etcd, for tests that act on storage (e.g. compaction).
+    /// The client URL of etcd, for tests that act on storage (e.g. compaction); empty for an
+    /// existing cluster.
     #[must_use]
     pub fn etcd_url(&self) -> &str {
-        &self.etcd_url
+        self.local.as_ref().map_or("", |l| l.etcd_url.as_str())
     }
 
     /// The temporary folder holding data, certificates and logs.
@@ -147,35 +201,48 @@ impl ControlPlane {
     /// The last lines of kube-apiserver's log, for failure messages.
     #[must_use]
     pub fn apiserver_log_tail(&self, lines: usize) -> String {
-        self.apiserver.log_tail(lines)
+        self.local
+            .as_ref()
+            .map_or_else(|| NO_LOG.to_owned(), |l| l.apiserver.log_tail(lines))
     }
 
     /// Kills kube-apiserver (SIGKILL, no goodbye to its clients) and starts it again on the same
     /// port, certificates and etcd; returns once it reports `/readyz` again.
     ///
     /// # Errors
-    /// It did not start, or was not ready within 90 s ([`Error::NotReady`]).
+    /// It did not start, or was not ready within 90 s ([`Error::NotReady`]);
+    /// [`Error::ExistingCluster`] for an existing cluster, whose API server this cannot restart.
     pub async fn restart_apiserver(&mut self) -> Result<()> {
-        self.apiserver.stop();
+        let client = self.client();
+        let Some(local) = self.local.as_mut() else {
+            return Err(Error::ExistingCluster {
+                action: "restarting kube-apiserver",
+            });
+        };
+        local.apiserver.stop();
         let log = self.dir.path().join("kube-apiserver.log");
-        self.apiserver = Supervised::spawn(&self.apiserver_program, &self.apiserver_args, log)?;
+        local.apiserver = Supervised::spawn(&local.apiserver_program, &local.apiserver_args, log)?;
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
-        wait_readyz(&self.client(), deadline)
+        wait_readyz(&client, deadline)
             .await
             .map_err(|()| Error::NotReady {
                 component: "kube-apiserver",
                 seconds: READY_TIMEOUT.as_secs(),
-                log_tail: self.apiserver.log_tail(15),
+                log_tail: local.apiserver.log_tail(15),
             })
     }
 
     /// The last lines of etcd's log, for failure messages.
     #[must_use]
     pub fn etcd_log_tail(&self, lines: usize) -> String {
-        self.etcd.log_tail(lines)
+        self.local
+            .as_ref()
+            .map_or_else(|| NO_LOG.to_owned(), |l| l.etcd.log_tail(lines))
     }
 
-    /// Creates a namespace named `prefix-N` that no other caller of this control plane gets.
+    /// Creates a namespace named `prefix-N` that no other caller of this control plane gets. On
+    /// an existing cluster it is labelled with this test run and deleted when the test process
+    /// ends.
     ///
     /// # Errors
     /// The API call failed.
@@ -184,6 +251,7 @@ impl ControlPlane {
         let namespace = Namespace {
             metadata: ObjectMeta {
                 generate_name: Some(format!("{prefix}-")),
+                labels: self.existing.as_ref().map(Existing::namespace_labels),
                 ..ObjectMeta::default()
             },
             ..Namespace::default()
@@ -223,14 +291,17 @@ impl ControlPlane {
         let kubeconfig = root.join("kubeconfig");
         let config = wait_ready(&root, api_port, &token, &kubeconfig, &apiserver, &etcd).await?;
         Ok(Self {
-            apiserver,
-            etcd,
-            apiserver_program,
-            apiserver_args,
+            local: Some(Local {
+                apiserver,
+                etcd,
+                apiserver_program,
+                apiserver_args,
+                etcd_url,
+            }),
+            existing: None,
             config,
-            api_port,
+            api_addr: SocketAddr::from(([127, 0, 0, 1], api_port)),
             kubeconfig,
-            etcd_url,
             dir,
         })
     }
@@ -396,7 +467,7 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-fn random_hex(bytes: usize) -> Result<String> {
+pub(crate) fn random_hex(bytes: usize) -> Result<String> {
     let mut buf = vec![0_u8; bytes];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))

@@ -16,6 +16,7 @@
 mod binaries;
 mod control_plane;
 mod events;
+mod existing;
 pub mod fake;
 mod process;
 mod proxy;
@@ -24,6 +25,7 @@ mod wait;
 pub use binaries::Binaries;
 pub use control_plane::ControlPlane;
 pub use events::events_about;
+pub use existing::{USE_EXISTING_CLUSTER, skip_on_existing_cluster, use_existing_cluster};
 pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
 pub use wait::{install_crd, wait_for};
@@ -79,8 +81,15 @@ pub enum Error {
         source: Box<kube::Error>,
     },
     /// Building a client configuration failed.
-    #[error("building a client for the local control plane")]
+    #[error("building a client for the control plane")]
     Client(#[source] Box<kube::Error>),
+    /// Only a local control plane can do this, and the tests run on an existing cluster
+    /// (`KUBEWARD_USE_EXISTING_CLUSTER`).
+    #[error("{action} needs a local control plane; the tests run on an existing cluster")]
+    ExistingCluster {
+        /// What was asked.
+        action: &'static str,
+    },
 }
 
 /// The result of control-plane operations.

@@ -238,6 +238,27 @@ async fn shutdown_with_drain_waits_for_the_workers() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_plain_shutdown_releases_a_drain_that_is_waiting_as_a_forced_shutdown() {
+    let q = WorkQueue::new();
+    q.add(1);
+    q.add(2);
+    assert_eq!(try_get(&q), Some(Some(1)));
+    let drain = tokio::spawn({
+        let q = q.clone();
+        async move { q.shutdown_with_drain().await }
+    });
+    sleep(SEC).await;
+    assert!(!drain.is_finished(), "1 is still being processed");
+    q.shutdown();
+    tokio::time::timeout(SEC, drain)
+        .await
+        .expect("the forced shutdown released the drain")
+        .unwrap();
+    // Ready keys are still handed out after a forced shutdown, as in client-go.
+    assert_eq!(try_get(&q), Some(Some(2)));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_get_loses_nothing() {
     let q = WorkQueue::new();
     // Cancelled while waiting.

@@ -45,7 +45,7 @@ fn check(
 fn the_values_reference_lists_every_key_of_values_yaml_with_its_default() {
     let text = std::fs::read_to_string(repo().join("charts/configmap-generator/values.yaml"))
         .expect("the chart's values.yaml");
-    let values: Value = serde_yaml::from_str(&text).expect("values.yaml parses");
+    let values: Value = serde_norway::from_str(&text).expect("values.yaml parses");
     let mut rows: BTreeMap<String, String> =
         code_rows(&page("helm.md"), Some("## Values reference"))
             .into_iter()

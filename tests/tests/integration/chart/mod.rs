@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_yaml::Value;
+use serde_norway::Value;
 
 const CRD_NAME: &str = "configmapgenerators.demo.kubeward.dev";
 const SERVICE_MONITOR: &str = "monitoring.coreos.com/v1/ServiceMonitor";
@@ -88,7 +88,7 @@ fn path_str(path: &Path) -> anyhow::Result<&str> {
 /// The non-empty documents of a multi-document YAML stream.
 fn documents(yaml: &str) -> anyhow::Result<Vec<Value>> {
     let mut docs = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(yaml) {
+    for document in serde_norway::Deserializer::from_str(yaml) {
         let value = serde::Deserialize::deserialize(document)?;
         if !matches!(value, Value::Null) {
             docs.push(value);

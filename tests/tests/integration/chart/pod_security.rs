@@ -4,7 +4,7 @@ use super::{all_on_values, path_str, strings, template, the};
 
 /// The checks of the `restricted` Pod Security Standard that a pod template can fail; kube-apiserver
 /// v1.20 has no `PodSecurity` admission to ask, so they are spelled out here.
-fn restricted_violations(pod: &serde_yaml::Value) -> Vec<String> {
+fn restricted_violations(pod: &serde_norway::Value) -> Vec<String> {
     const ALLOWED_VOLUMES: [&str; 8] = [
         "configMap",
         "csi",

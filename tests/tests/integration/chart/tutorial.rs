@@ -44,7 +44,7 @@ async fn the_chart_with_the_tutorial_operators_files_installs_and_grants_it_enou
     // What `countdown crd` and `countdown rbac` print (the tutorial crate's tests check that).
     std::fs::write(
         chart.join("files/crd.yaml"),
-        serde_yaml::to_string(&Countdown::crd())?,
+        serde_norway::to_string(&Countdown::crd())?,
     )?;
     std::fs::write(
         chart.join("files/rbac-rules.yaml"),

@@ -68,6 +68,11 @@ fn widget(name: &str, replicas: &serde_json::Value) -> anyhow::Result<DynamicObj
 #[tokio::test]
 async fn a_custom_resource_that_does_not_decode_is_skipped_and_every_other_one_is_cached()
 -> anyhow::Result<()> {
+    if kubeward::testing::skip_on_existing_cluster(
+        "a private control plane (a custom-resource write may crash this one)",
+    ) {
+        return Ok(());
+    }
     let cp = ControlPlane::start().await?;
     let ns = cp.create_namespace("inf-crd").await?;
     let dynamic = match install_crd(&cp.client(), &ns).await {

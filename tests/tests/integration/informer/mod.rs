@@ -297,6 +297,10 @@ async fn a_compacted_resource_version_leads_to_a_relist_and_convergence() -> any
     // A private control plane, so the compaction disturbs no other test. Events, because
     // kube-apiserver keeps no watch cache for them: a watch from a compacted version reaches
     // etcd and gets 410 Gone (for cached resources the watch cache would still serve it).
+    if kubeward::testing::skip_on_existing_cluster("a private control plane whose etcd it compacts")
+    {
+        return Ok(());
+    }
     let cp = ControlPlane::start().await?;
     let ns = cp.create_namespace("inf-gone").await?;
     let admin: Api<Event> = Api::namespaced(cp.client(), &ns);

@@ -43,6 +43,7 @@ fn metric_names(expr: &str) -> impl Iterator<Item = &str> {
                 "leader_election_",
                 "kubeward_",
                 "process_",
+                "rest_client_",
             ]
             .iter()
             .any(|prefix| word.starts_with(prefix))

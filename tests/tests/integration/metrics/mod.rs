@@ -1,5 +1,6 @@
 //! `/metrics` of a Manager on the real control plane: counts, buckets, promtool, a real Prometheus.
 
+mod client;
 mod dashboard;
 mod prometheus;
 mod scrape;
@@ -426,7 +427,8 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
             Some(ns.clone()),
             kubeward::leader::Config::default(),
         )));
-    let manager = Manager::new(cp.client(), config);
+    // A client the manager builds, as the operator's binary does: its requests are measured.
+    let manager = Manager::with_client_config(cp.config(), config)?;
     manager.add(ConfigMapGenerator::controller(Generator));
     let running = Running::start(manager, addr);
     let prometheus = Prometheus::start(addr).await?;
