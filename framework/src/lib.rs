@@ -44,6 +44,7 @@
 
 pub mod cache;
 pub mod controller;
+pub mod crd;
 pub mod informer;
 pub mod leader;
 pub mod manager;

@@ -72,6 +72,10 @@ pub struct Flags {
     /// Log level or filter (`info`, `debug`, `kubeward=debug,info`).
     #[arg(long, env = "KUBEWARD_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+
+    /// `crd` or `manifests`: print or write the operator's manifests instead of running it.
+    #[command(subcommand)]
+    pub command: Option<super::Command>,
 }
 
 /// How log lines are written.
