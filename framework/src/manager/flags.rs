@@ -14,7 +14,7 @@ use crate::leader;
 /// Embed it in your own `clap` parser with `#[command(flatten)]`, or let
 /// [`Manager::from_args`](super::Manager::from_args) parse it alone.
 #[derive(Clone, Debug, Parser)]
-#[command(about = "A Kubernetes operator built with kubeward")]
+#[command(about = "A Kubernetes operator built with kubeward", long_about = None)]
 #[non_exhaustive]
 pub struct Flags {
     /// Address the /metrics endpoint binds to (`:8080`, `127.0.0.1:8080`); `0` turns it off.

@@ -200,7 +200,7 @@ impl Manager {
     /// See [`Self::from_flags`].
     pub async fn from_args_with_about(about: impl Into<String>) -> Result<Self> {
         use clap::{CommandFactory as _, FromArgMatches as _};
-        let mut command = Flags::command().about(about.into());
+        let mut command = Flags::command().about(about.into()).long_about(None);
         let matches = command.get_matches_mut();
         let flags = Flags::from_arg_matches(&matches)
             .map_err(|e| e.format(&mut command))

@@ -26,7 +26,7 @@ pub use control_plane::ControlPlane;
 pub use events::events_about;
 pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
-pub use wait::{install_crd, wait_for};
+pub use wait::{install_crd, install_definition, wait_for};
 
 /// Errors from starting or talking to the local control plane.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,7 @@ mod controller;
 mod derive;
 mod fake;
 mod informer;
+mod kubectl;
 mod leader;
 mod manager;
 mod metrics;
