@@ -27,35 +27,36 @@ use crate::chart::{path_str, run};
     category = "kubeward-tests"
 )]
 #[controller(reconciler = Unused)]
-pub struct LampSpec {
+pub(crate) struct LampSpec {
     /// How bright the lamp shines.
-    pub brightness: u32,
+    pub(crate) brightness: u32,
 }
 
 /// What the lamp reports.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-pub struct LampStatus {
+pub(crate) struct LampStatus {
     /// The lamp's conditions; Ready once it shines.
     #[serde(default)]
-    pub conditions: Vec<LampCondition>,
+    pub(crate) conditions: Vec<LampCondition>,
 }
 
 /// One condition.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-pub struct LampCondition {
+pub(crate) struct LampCondition {
     /// `Ready`.
     #[serde(rename = "type")]
-    pub type_: String,
+    pub(crate) type_: String,
     /// `True`, `False` or `Unknown`.
-    pub status: String,
+    pub(crate) status: String,
     /// Why, in `CamelCase`.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Why, in words.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// The derive needs a reconciler; nothing runs it here.
-pub struct Unused;
+#[expect(dead_code, reason = "the derive needs a reconciler type; no controller runs here")]
+pub(crate) struct Unused;
 
 impl Reconciler<Lamp> for Unused {
     type Error = kube::Error;
@@ -148,12 +149,12 @@ async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow
     let wide = kubectl(&cp, &["get", "lamps", "--namespace", &ns, "-o", "wide"]).await?;
     assert!(wide.contains("MESSAGE") && wide.contains("bright as asked"), "{wide}");
 
-    let by_category = kubectl_until(
+    // Unknown to the server without the category; with one kind in it, kubectl prints its table.
+    kubectl_until(
         &cp,
         &["get", "kubeward-tests", "--namespace", &ns],
-        &["lamp.kubectl.kubeward.dev/desk"],
+        &["desk", "Shining"],
     )
     .await?;
-    assert!(by_category.contains("Shining"), "{by_category}");
     Ok(())
 }
