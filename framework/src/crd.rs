@@ -36,7 +36,7 @@ const KUBE_DEFAULT_DESCRIPTION: &str = "Auto-generated derived type for ";
 ///   property's description, instead of kube's "Auto-generated derived type for ..." (an
 ///   explicit `#[kube(doc = "...")]` is kept);
 /// - the `status` property is not `nullable`: the apiserver leaves nullable properties out of
-///   the OpenAPI it publishes (for OpenAPI v2 it drops their type and properties), so
+///   the `OpenAPI` it publishes (for `OpenAPI` v2 it drops their type and properties), so
 ///   `kubectl explain kind.status` would find nothing under it. A `status: null` is then pruned
 ///   instead of stored, which means the same;
 /// - when the status has `conditions` (with `type` and `status`) and no column is named
@@ -84,7 +84,10 @@ fn describe(schema: &mut JSONSchemaProps, description: Option<&str>) {
     });
 }
 
-fn property_mut<'a>(schema: &'a mut JSONSchemaProps, name: &str) -> Option<&'a mut JSONSchemaProps> {
+fn property_mut<'a>(
+    schema: &'a mut JSONSchemaProps,
+    name: &str,
+) -> Option<&'a mut JSONSchemaProps> {
     schema.properties.as_mut()?.get_mut(name)
 }
 
@@ -114,7 +117,12 @@ fn add_condition_columns(version: &mut CustomResourceDefinitionVersion) {
         "Whether the Ready condition is True, False or Unknown",
     )];
     if property(item, "reason").is_some() {
-        added.push(column("Reason", "reason", 0, "The Ready condition's reason"));
+        added.push(column(
+            "Reason",
+            "reason",
+            0,
+            "The Ready condition's reason",
+        ));
     }
     if property(item, "message").is_some() {
         added.push(column(
@@ -130,19 +138,16 @@ fn add_condition_columns(version: &mut CustomResourceDefinitionVersion) {
     if columns.iter().any(|c| c.name.eq_ignore_ascii_case("ready")) {
         return;
     }
-    match columns.iter().position(is_age) {
-        Some(age) => {
-            columns.splice(age..age, added);
-        }
-        None => {
-            columns.extend(added);
-            columns.push(CustomResourceColumnDefinition {
-                name: "Age".into(),
-                type_: "date".into(),
-                json_path: ".metadata.creationTimestamp".into(),
-                ..CustomResourceColumnDefinition::default()
-            });
-        }
+    if let Some(age) = columns.iter().position(is_age) {
+        columns.splice(age..age, added);
+    } else {
+        columns.extend(added);
+        columns.push(CustomResourceColumnDefinition {
+            name: "Age".into(),
+            type_: "date".into(),
+            json_path: ".metadata.creationTimestamp".into(),
+            ..CustomResourceColumnDefinition::default()
+        });
     }
 }
 
@@ -327,12 +332,13 @@ mod tests {
     #[test]
     fn a_users_ready_column_and_a_kind_without_conditions_keep_their_columns() {
         let mut crd = Gizmo::crd();
-        crd.spec.versions[0].additional_printer_columns = Some(vec![CustomResourceColumnDefinition {
-            name: "READY".into(),
-            type_: "string".into(),
-            json_path: ".status.ready".into(),
-            ..CustomResourceColumnDefinition::default()
-        }]);
+        crd.spec.versions[0].additional_printer_columns =
+            Some(vec![CustomResourceColumnDefinition {
+                name: "READY".into(),
+                type_: "string".into(),
+                json_path: ".status.ready".into(),
+                ..CustomResourceColumnDefinition::default()
+            }]);
         let names: Vec<String> = columns(&polish(crd, None))
             .into_iter()
             .map(|c| c.0)

@@ -55,7 +55,10 @@ pub(crate) struct LampCondition {
 }
 
 /// The derive needs a reconciler; nothing runs it here.
-#[expect(dead_code, reason = "the derive needs a reconciler type; no controller runs here")]
+#[expect(
+    dead_code,
+    reason = "the derive needs a reconciler type; no controller runs here"
+)]
 pub(crate) struct Unused;
 
 impl Reconciler<Lamp> for Unused {
@@ -67,7 +70,7 @@ impl Reconciler<Lamp> for Unused {
 }
 
 /// Runs `kubectl args` against the control plane, with a fresh cache so that it discovers the
-/// CRD and its OpenAPI as the apiserver serves them now.
+/// CRD and its `OpenAPI` as the apiserver serves them now.
 async fn kubectl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
     let cache = tempfile::tempdir()?;
     let kubeconfig = path_str(cp.kubeconfig())?;
@@ -78,7 +81,7 @@ async fn kubectl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
 }
 
 /// Waits until `kubectl args` succeeds and prints every one of `expected`: the apiserver
-/// publishes a new CRD's OpenAPI and discovery a moment after the CRD is established.
+/// publishes a new CRD's `OpenAPI` and discovery a moment after the CRD is established.
 async fn kubectl_until(
     cp: &ControlPlane,
     args: &[&str],
@@ -92,7 +95,7 @@ async fn kubectl_until(
         || async move {
             let output = kubectl(cp, args).await.unwrap_or_else(|e| format!("{e:#}"));
             let all = expected.iter().all(|e| output.contains(e));
-            *last.lock() = output.clone();
+            last.lock().clone_from(&output);
             all.then_some(output)
         },
     )
@@ -106,14 +109,14 @@ async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow
     install_definition::<Lamp>(cp.client()).await?;
 
     kubectl_until(
-        &cp,
+        cp,
         &["explain", "lamp"],
         &["A lamp that kubectl is asked about.", "status"],
     )
     .await?;
     // The 1.20 apiserver leaves a nullable status out of its OpenAPI: this needs it published.
     kubectl_until(
-        &cp,
+        cp,
         &["explain", "lamp.status.conditions"],
         &["The lamp's conditions; Ready once it shines.", "reason"],
     )
@@ -131,7 +134,7 @@ async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow
         .await?;
 
     let table = kubectl_until(
-        &cp,
+        cp,
         &["get", "lamps", "--namespace", &ns],
         &["READY", "REASON", "AGE", "Shining"],
     )
@@ -143,15 +146,27 @@ async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow
         .split_whitespace()
         .collect();
     assert_eq!(header, ["NAME", "READY", "REASON", "AGE"], "{table}");
-    let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
-    assert_eq!(row.get(..3), Some(&["desk", "True", "Shining"][..]), "{table}");
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(..3),
+        Some(&["desk", "True", "Shining"][..]),
+        "{table}"
+    );
 
-    let wide = kubectl(&cp, &["get", "lamps", "--namespace", &ns, "-o", "wide"]).await?;
-    assert!(wide.contains("MESSAGE") && wide.contains("bright as asked"), "{wide}");
+    let wide = kubectl(cp, &["get", "lamps", "--namespace", &ns, "-o", "wide"]).await?;
+    assert!(
+        wide.contains("MESSAGE") && wide.contains("bright as asked"),
+        "{wide}"
+    );
 
     // Unknown to the server without the category; with one kind in it, kubectl prints its table.
     kubectl_until(
-        &cp,
+        cp,
         &["get", "kubeward-tests", "--namespace", &ns],
         &["desk", "Shining"],
     )

@@ -28,7 +28,11 @@ fn tool(program: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Runs `program args`, returning stdout on success and an error quoting stderr otherwise.
-pub(crate) async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> anyhow::Result<String> {
+pub(crate) async fn run(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<String> {
     use tokio::io::AsyncWriteExt as _;
 
     let mut command = tokio::process::Command::new(tool(program)?);
