@@ -44,6 +44,7 @@
 
 pub mod cache;
 pub mod controller;
+pub mod crd;
 mod error;
 pub mod events;
 pub mod informer;
@@ -70,13 +71,24 @@ pub mod prelude {
     pub use kubeward_macros::Controller;
 }
 
-/// Derives `Kind::controller(reconciler)` and `Kind::rbac_rules()` for a custom resource.
+/// Derives the controller, RBAC rules and polished CRD of a custom resource.
 ///
 /// It goes on the spec struct next to kube's `CustomResource` and reads `#[kube(kind, status,
-/// ...)]` and `#[controller(...)]`: `reconciler = Type` (required), `owns(Type, ...)`,
-/// `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"`, `concurrency = n`,
-/// `predicate = expr`, `name = "..."` and `crate = "path"` (default `::kubeward`).
-/// `rbac_rules()` is the least RBAC the controller needs (see [`rbac::Rules`]).
+/// ...)]`, the struct's doc comment and `#[controller(...)]`: `reconciler = Type` (required),
+/// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"`,
+/// `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
+/// `::kubeward`). For the kind it generates:
+///
+/// - `Kind::controller(reconciler)`: the [`Controller`](controller::Controller) those keys
+///   declare, carrying the kind's CRD and RBAC rules, so that the manager's `crd` and
+///   `manifests` subcommands can print and write them (see [`manager::Command`]);
+/// - `Kind::rbac_rules()`: the least RBAC the controller needs (see [`rbac::Rules`]);
+/// - [`crd::Definition`]: kube's CRD [polished](crd::polish) for `kubectl`, described by the
+///   spec struct's doc comment, with an explainable status and, for a status with conditions,
+///   `Ready`/`Reason`/`Message` columns.
+///
+/// Short names, categories (`kubectl get CATEGORY`) and extra columns are kube's keys:
+/// `#[kube(shortname = "...", category = "...", printcolumn = ...)]`; `#[controller]` has none.
 ///
 /// ```no_run
 /// # use std::sync::Arc;
@@ -87,8 +99,9 @@ pub mod prelude {
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
+/// /// Asks for a widget of a size (what `kubectl explain widget` prints).
 /// #[derive(CustomResource, Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-/// #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+/// #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, category = "example")]
 /// #[controller(reconciler = Builder, owns(ConfigMap), finalizer = "example.com/cleanup")]
 /// pub struct WidgetSpec {
 ///     pub size: u32,
@@ -105,6 +118,7 @@ pub mod prelude {
 ///
 /// let controller = Widget::controller(Builder); // hand it to `Manager::add`
 /// let rules = Widget::rbac_rules(); // widgets, widgets/finalizers, configmaps, events
-/// # let _ = (controller, rules);
+/// let crd = <Widget as kubeward::crd::Definition>::definition(); // what `operator crd` prints
+/// # let _ = (controller, rules, crd);
 /// ```
 pub use kubeward_macros::Controller;

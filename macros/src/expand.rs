@@ -1,8 +1,10 @@
-//! Writes the generated code: `Kind::controller` and `Kind::rbac_rules`, or a stub on error.
+//! Writes the generated code: `Kind::controller`, `Kind::rbac_rules` and the kind's
+//! `Definition`, or a stub on error.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
+use syn::{Expr, ExprLit, Lit, LitStr};
 
 use crate::validate::{Checked, Stub};
 
@@ -36,14 +38,31 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .watches
         .iter()
         .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
+    let description = doc_comment(&c.docs);
     quote! {
+        #[automatically_derived]
+        impl #krate::crd::Definition for #kind {
+            /// kube's CRD of the kind, polished: described by the spec struct's doc comment,
+            /// with an explainable status and Ready columns (see `kubeward::crd::polish`).
+            fn definition() -> #krate::crd::CustomResourceDefinition {
+                #krate::crd::polish(
+                    <Self as #krate::crd::CustomResourceExt>::crd(),
+                    #description,
+                )
+            }
+        }
+
         #[automatically_derived]
         impl #kind {
             /// The controller declared by `#[controller(...)]` on the spec struct, calling
-            /// `reconciler`; hand it to the manager.
+            /// `reconciler`, with the kind's CRD and RBAC rules for the manager's `crd` and
+            /// `manifests` subcommands; hand it to the manager.
             #[must_use]
             pub fn controller(reconciler: #reconciler) -> #krate::controller::Controller<#kind> {
-                (Self::__kubeward_wiring().0)(reconciler)
+                let (controller, rules) = Self::__kubeward_wiring();
+                controller(reconciler)
+                    .crd(<Self as #krate::crd::Definition>::definition())
+                    .rbac_rules(rules)
             }
 
             /// The least RBAC rules the controller needs: its kind (and subresources), what it
@@ -82,6 +101,28 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     }
 }
 
+/// The doc comment as rustdoc reads it: one line per `#[doc]`, without the space after `///`.
+fn doc_comment(docs: &[Expr]) -> TokenStream {
+    if docs.is_empty() {
+        return quote!(::core::option::Option::None);
+    }
+    let lines = docs.iter().enumerate().map(|(i, line)| {
+        let line = match line {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(text),
+                ..
+            }) => {
+                let value = text.value();
+                let trimmed = LitStr::new(value.strip_prefix(' ').unwrap_or(&value), text.span());
+                quote!(#trimmed)
+            }
+            other => quote!(#other),
+        };
+        if i == 0 { line } else { quote!("\n", #line) }
+    });
+    quote!(::core::option::Option::Some(::core::concat!(#(#lines),*)))
+}
+
 /// Stands in for the impl when the input has errors, so uses of `Kind::controller` do not add
 /// errors of their own to the one that matters.
 pub(crate) fn stub(stub: &Stub) -> TokenStream {
@@ -90,6 +131,13 @@ pub(crate) fn stub(stub: &Stub) -> TokenStream {
     };
     let krate = &stub.krate;
     quote! {
+        #[automatically_derived]
+        impl #krate::crd::Definition for #kind {
+            fn definition() -> #krate::crd::CustomResourceDefinition {
+                ::core::unimplemented!("#[derive(Controller)] reported an error")
+            }
+        }
+
         #[automatically_derived]
         impl #kind {
             /// Not generated: `#[derive(Controller)]` reported an error.

@@ -1,4 +1,4 @@
-//! Derives the controller wiring and least RBAC of a kubeward custom resource.
+//! Derives the controller wiring, least RBAC and polished CRD of a kubeward custom resource.
 //!
 //! Use it through the framework: `kubeward::Controller` (its documentation shows the attributes).
 
@@ -9,8 +9,9 @@ mod validate;
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
-/// Generates `Kind::controller(reconciler)` and `Kind::rbac_rules()` for the kind that kube's
-/// `CustomResource` derive makes from this spec struct. See `kubeward::Controller`.
+/// Generates `Kind::controller(reconciler)`, `Kind::rbac_rules()` and `kubeward::crd::Definition`
+/// for the kind that kube's `CustomResource` derive makes from this spec struct. See
+/// `kubeward::Controller`.
 #[proc_macro_derive(Controller, attributes(controller))]
 pub fn derive_controller(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

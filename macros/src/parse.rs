@@ -26,6 +26,8 @@ pub(crate) struct Input {
     pub(crate) controller: ControllerAttr,
     /// The span of the first `#[controller]` attribute, or of the struct name.
     pub(crate) controller_span: Span,
+    /// The values of the struct's `#[doc = ...]` attributes (its doc comment), line by line.
+    pub(crate) docs: Vec<Expr>,
 }
 
 /// The parts of kube's `#[kube(...)]` the derive uses.
@@ -62,8 +64,13 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input 
     let mut kube = None;
     let mut controller = ControllerAttr::default();
     let mut controller_span = None;
+    let mut docs = Vec::new();
     for attr in &input.attrs {
-        if attr.path().is_ident("kube") {
+        if attr.path().is_ident("doc") {
+            if let Ok(line) = attr.meta.require_name_value() {
+                docs.push(line.value.clone());
+            }
+        } else if attr.path().is_ident("kube") {
             let mut found = Kube {
                 kind: None,
                 struct_name: None,
@@ -94,6 +101,7 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input 
         kube,
         controller,
         controller_span: controller_span.unwrap_or_else(|| input.ident.span()),
+        docs,
     }
 }
 

@@ -20,6 +20,8 @@ pub(crate) struct Checked {
     pub(crate) concurrency: Option<u16>,
     pub(crate) predicate: Option<Expr>,
     pub(crate) name: Option<String>,
+    /// The spec struct's doc comment, line by line.
+    pub(crate) docs: Vec<Expr>,
 }
 
 /// What a stub impl needs when the input has errors: the kind and the framework path, if known.
@@ -94,6 +96,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             concurrency,
             predicate: c.predicate,
             name: c.name.map(|n| n.value()),
+            docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),
     }

@@ -20,8 +20,7 @@ use super::Generator;
     namespaced,
     status = "ConfigMapGeneratorStatus",
     shortname = "cmg",
-    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    category = "demo"
 )]
 #[controller(
     reconciler = Generator,

@@ -5,7 +5,6 @@
 //! deleted.
 
 mod crd;
-pub mod manifests;
 mod reconciler;
 
 pub use crd::{Condition, ConfigMapGenerator, ConfigMapGeneratorSpec, ConfigMapGeneratorStatus};

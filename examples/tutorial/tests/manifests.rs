@@ -1,41 +1,47 @@
-//! `countdown crd` and `countdown rbac` print the CRD and the rules of the code, for the chart.
+//! `countdown crd` and `countdown manifests` print and write the CRD and the rules of the code.
 
 use std::process::Command;
 
 use countdown::Countdown;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt as _;
+use kubeward::crd::Definition as _;
 
-fn countdown(subcommand: &str) -> anyhow::Result<String> {
+fn countdown(args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new(env!("CARGO_BIN_EXE_countdown"))
-        .arg(subcommand)
+        .args(args)
+        .env_remove("KUBECONFIG")
         .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "countdown {subcommand}: {output:?}"
-    );
+    anyhow::ensure!(output.status.success(), "countdown {args:?}: {output:?}");
     Ok(String::from_utf8(output.stdout)?)
 }
 
 #[test]
-fn countdown_crd_prints_the_crd_of_the_countdown_type() -> anyhow::Result<()> {
-    let printed: CustomResourceDefinition = serde_norway::from_str(&countdown("crd")?)?;
-    assert_eq!(printed, Countdown::crd());
+fn countdown_crd_prints_the_definition_of_the_countdown_type() -> anyhow::Result<()> {
+    let printed: CustomResourceDefinition = serde_norway::from_str(&countdown(&["crd"])?)?;
+    assert_eq!(printed, Countdown::definition());
     Ok(())
 }
 
 #[test]
-fn countdown_rbac_prints_the_rules_the_derive_generates_as_the_charts_rules_file()
--> anyhow::Result<()> {
+fn countdown_manifests_writes_the_crd_and_the_rules_the_derive_generates() -> anyhow::Result<()> {
     #[derive(serde::Deserialize)]
     struct RulesFile {
         rules: Vec<PolicyRule>,
     }
-    let printed: RulesFile = serde_norway::from_str(&countdown("rbac")?)?;
-    assert_eq!(printed.rules, Countdown::rbac_rules());
+    let chart = tempfile::tempdir()?;
+    let path = chart
+        .path()
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the temporary folder's path is not UTF-8"))?;
+    countdown(&["manifests", path])?;
+    let written = |file: &str| std::fs::read_to_string(chart.path().join("files").join(file));
+    let crd: CustomResourceDefinition = serde_norway::from_str(&written("crd.yaml")?)?;
+    assert_eq!(crd, Countdown::definition());
+    let rules: RulesFile = serde_norway::from_str(&written("rbac-rules.yaml")?)?;
+    assert_eq!(rules.rules, Countdown::rbac_rules());
     assert!(
-        printed
+        rules
             .rules
             .iter()
             .any(|r| r.resources.as_deref() == Some(&["countdowns/status".to_owned()][..])),

@@ -10,7 +10,9 @@ use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
+use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
+use crate::rbac::PolicyRule;
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
@@ -48,6 +50,10 @@ pub struct Controller<K> {
     pub(crate) predicate: Option<Predicate<K>>,
     pub(crate) triggers: Vec<Trigger>,
     pub(crate) sources: Vec<Source>,
+    /// The kind's CRD, for the manager's `crd` and `manifests` subcommands.
+    pub(crate) crd: Option<CustomResourceDefinition>,
+    /// The controller's RBAC rules, for the manager's `manifests` subcommand.
+    pub(crate) rbac: Option<Vec<PolicyRule>>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -76,6 +82,8 @@ impl<K: Watchable> Controller<K> {
             predicate: None,
             triggers: Vec::new(),
             sources: Vec::new(),
+            crd: None,
+            rbac: None,
         }
     }
 
@@ -142,6 +150,24 @@ impl<K: Watchable> Controller<K> {
     /// object is not in the cache is skipped.
     pub fn reconcile_on(mut self, keys: impl Stream<Item = ObjectKey> + Send + 'static) -> Self {
         self.sources.push(keys.boxed());
+        self
+    }
+
+    /// The CustomResourceDefinition of `K`, which the manager's `crd` subcommand prints and its
+    /// `manifests` subcommand writes into the chart. `#[derive(Controller)]` sets it to
+    /// [`Definition::definition`](crate::crd::Definition::definition); a controller of a built-in
+    /// kind has none.
+    pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
+        self.crd = Some(crd);
+        self
+    }
+
+    /// The RBAC rules the controller needs, which the manager's `manifests` subcommand merges
+    /// with the other controllers' into the chart's rules file. `#[derive(Controller)]` sets them
+    /// to `Kind::rbac_rules()`; for a controller built by hand, make them with
+    /// [`rbac::Rules`](crate::rbac::Rules).
+    pub fn rbac_rules(mut self, rules: Vec<PolicyRule>) -> Self {
+        self.rbac = Some(rules);
         self
     }
 

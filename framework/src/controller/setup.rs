@@ -27,6 +27,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
                 Err(message.into())
             }));
         }
+        manager.record_manifests(&name, self.crd, self.rbac);
         let concurrency = self
             .concurrency
             .unwrap_or(manager.config().default_concurrency());

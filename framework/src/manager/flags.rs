@@ -15,7 +15,7 @@ use crate::leader;
 /// Embed it in your own `clap` parser with `#[command(flatten)]`, or let
 /// [`Manager::from_args`](super::Manager::from_args) parse it alone.
 #[derive(Clone, Debug, Parser)]
-#[command(about = "A Kubernetes operator built with kubeward")]
+#[command(about = "A Kubernetes operator built with kubeward", long_about = None)]
 #[non_exhaustive]
 pub struct Flags {
     /// Address the /metrics endpoint binds to (`:8080`, `127.0.0.1:8080`); `0` turns it off.
@@ -88,6 +88,10 @@ pub struct Flags {
     /// Kubeconfig context to use; when unset, the kubeconfig's current context.
     #[arg(long, env = "KUBEWARD_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
+
+    /// `crd` or `manifests`: print or write the operator's manifests instead of running it.
+    #[command(subcommand)]
+    pub command: Option<super::Command>,
 }
 
 /// How log lines are written.
@@ -147,8 +151,12 @@ impl Flags {
     /// reads and `--context` exists); on a mistake prints it on one line, the way clap prints a
     /// bad flag, and exits with code 2.
     pub fn exit_if_invalid(&self) {
-        let checked = self.config().and_then(|_| {
-            super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())
+        // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
+        let checked = self.config().and_then(|_| match self.command {
+            Some(_) => Ok(()),
+            None => {
+                super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())
+            }
         });
         if let Err(e) = checked {
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")).exit();

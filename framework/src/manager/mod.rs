@@ -19,6 +19,7 @@ mod config;
 mod flags;
 mod http;
 mod logging;
+mod manifests;
 mod run;
 mod runnable;
 mod shutdown;
@@ -34,6 +35,7 @@ pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
 pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address, parse_duration};
 pub use self::http::Check;
 pub use self::logging::init_logging;
+pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
 pub use self::shutdown::{FORCED_EXIT_CODE, cancel_on_signal};
 
@@ -93,6 +95,15 @@ pub enum Error {
         /// The Lease's name.
         lease: String,
     },
+    /// The `crd` or `manifests` [`Command`] could not make, print or write the manifests.
+    #[error("{action}")]
+    Manifests {
+        /// What was being done, or what is missing.
+        action: String,
+        /// The cause, if another error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
     ShutdownTimeout {
@@ -128,6 +139,10 @@ pub struct Manager {
     runnables: Mutex<Vec<Box<dyn Runnable>>>,
     controller_names: Mutex<std::collections::HashSet<String>>,
     shutdown: CancellationToken,
+    /// The subcommand [`Self::run`] carries out instead of running, if one was given.
+    command: Option<Command>,
+    /// The manifests of the controllers added while a subcommand waits.
+    manifests: Mutex<Vec<manifests::Recorded>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -177,6 +192,8 @@ impl Manager {
             runnables: Mutex::default(),
             controller_names: Mutex::default(),
             shutdown: CancellationToken::new(),
+            command: None,
+            manifests: Mutex::default(),
         }
     }
 
@@ -186,11 +203,31 @@ impl Manager {
     /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
     /// service account).
     ///
+    /// The command line may also name a [`Command`] (`crd`, `manifests`): then [`Self::run`]
+    /// prints or writes the manifests of the controllers added by then instead of running, and
+    /// no cluster or kubeconfig is needed.
+    ///
     /// # Errors
     /// See [`Self::from_flags`].
     pub async fn from_args() -> Result<Self> {
         use clap::Parser as _;
         let flags = Flags::parse();
+        flags.exit_if_invalid();
+        Self::from_flags(&flags).await
+    }
+
+    /// As [`Self::from_args`], with `about` opening `--help` instead of kubeward's generic text:
+    /// what this operator does.
+    ///
+    /// # Errors
+    /// See [`Self::from_flags`].
+    pub async fn from_args_with_about(about: impl Into<String>) -> Result<Self> {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let mut command = Flags::command().about(about.into()).long_about(None);
+        let matches = command.get_matches_mut();
+        let flags = Flags::from_arg_matches(&matches)
+            .map_err(|e| e.format(&mut command))
+            .unwrap_or_else(|e| e.exit());
         flags.exit_if_invalid();
         Self::from_flags(&flags).await
     }
@@ -203,6 +240,11 @@ impl Manager {
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.config()?;
         init_logging(flags.log_format, &flags.log_level)?;
+        if let Some(command) = &flags.command {
+            let mut manager = Self::new(manifests::offline_client(), config);
+            manager.command = Some(command.clone());
+            return Ok(manager);
+        }
         let client_config =
             client::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
         Self::with_client_config(client_config, config)

@@ -105,6 +105,9 @@ impl Manager {
     /// then marks `/readyz` unready, asks the runnables to stop, and waits up to the graceful
     /// shutdown timeout for their in-flight work.
     ///
+    /// When the command line named a [`Command`](super::Command), `run` carries it out for the
+    /// controllers added so far and returns without starting anything.
+    ///
     /// # Cancel safety
     /// Dropping the future instead stops without a graceful shutdown, as a killed process
     /// would: runnables, endpoints and the leader elector are aborted and the Lease is not
@@ -117,8 +120,12 @@ impl Manager {
     /// # Errors
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
     /// then shut down first), work still running when the shutdown timeout ran out, or
-    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by.
+    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by; for a
+    /// command, [`Error::Manifests`].
     pub async fn run(self) -> Result<()> {
+        if let Some(command) = &self.command {
+            return self.run_command(command);
+        }
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;

@@ -28,7 +28,7 @@ pub use events::events_about;
 pub use existing::{USE_EXISTING_CLUSTER, skip_on_existing_cluster, use_existing_cluster};
 pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
-pub use wait::{install_crd, wait_for};
+pub use wait::{install_crd, install_definition, wait_for};
 
 /// Errors from starting or talking to the local control plane.
 #[derive(Debug, thiserror::Error)]

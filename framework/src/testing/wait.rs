@@ -8,6 +8,7 @@ use kube::api::PostParams;
 use kube::{Api, Client, CustomResourceExt};
 
 use super::{Error, Result};
+use crate::crd::Definition;
 
 /// Waits until `check` returns `Some`, polling every 50 ms, for at most `timeout`.
 ///
@@ -33,14 +34,28 @@ where
     }
 }
 
-/// Installs the CRD of `K` (unless it is there already) and waits until it is served.
+/// Installs kube's plain CRD of `K` (unless it is there already) and waits until it is served.
+/// For a kind with `#[derive(Controller)]`, [`install_definition`] installs what the operator
+/// ships instead.
 ///
 /// # Errors
 /// [`Error::Api`] when the API server refuses the CRD; [`Error::Timeout`] when it is not
 /// established within 30 s.
 pub async fn install_crd<K: CustomResourceExt>(client: Client) -> Result<()> {
+    install(client, K::crd()).await
+}
+
+/// Installs the [polished](crate::crd::polish) CRD of `K`, as the operator's `crd` subcommand
+/// prints it (unless a CRD of that name is there already), and waits until it is served.
+///
+/// # Errors
+/// As [`install_crd`].
+pub async fn install_definition<K: Definition>(client: Client) -> Result<()> {
+    install(client, K::definition()).await
+}
+
+async fn install(client: Client, crd: CustomResourceDefinition) -> Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client);
-    let crd = K::crd();
     let name = crd.metadata.name.clone().unwrap_or_default();
     match crds.create(&PostParams::default(), &crd).await {
         Ok(_) => {}

@@ -1,4 +1,5 @@
-//! `#[derive(Controller)]`: the chart's generated files, and the generated RBAC on a real cluster.
+//! `#[derive(Controller)]`: the generated RBAC on a real cluster (the chart's generated files are
+//! checked by the examples crate's `manifests` test, which runs the operator).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,31 +11,13 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name, manifests,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name,
 };
 use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use parking_lot::Mutex;
 
 /// The controller name declared in `#[controller(name = ...)]` of the example.
 const CONTROLLER: &str = "configmap-generator";
-
-#[test]
-fn the_committed_chart_files_are_the_generated_ones() -> anyhow::Result<()> {
-    let chart =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/configmap-generator");
-    for (file, generated) in [
-        (manifests::CRD_FILE, manifests::crd_yaml()?),
-        (manifests::RBAC_RULES_FILE, manifests::rbac_rules_yaml()?),
-    ] {
-        let committed = std::fs::read_to_string(chart.join(file))?;
-        assert!(
-            committed == generated,
-            "charts/configmap-generator/{file} differs from the code; regenerate it with \
-             `cargo run -p kubeward-examples --bin configmap_generator -- manifests`"
-        );
-    }
-    Ok(())
-}
 
 #[test]
 fn the_generated_rules_are_the_least_the_example_needs() {

@@ -8,6 +8,7 @@ mod derive;
 mod events;
 mod fake;
 mod informer;
+mod kubectl;
 mod leader;
 mod manager;
 mod metrics;

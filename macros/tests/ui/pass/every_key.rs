@@ -8,6 +8,8 @@ use kubeward::controller::{Action, Context, Predicate, Reconciler};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// A widget,
+/// described on two lines.
 #[derive(CustomResource, Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
 #[controller(
@@ -61,4 +63,11 @@ fn main() {
         ["widgets", "widgets/status", "widgets/finalizers", "configmaps", "secrets", "events"]
     );
     assert_eq!(rules[4].verbs, ["get", "list", "watch"]);
+
+    let crd = <Widget as kubeward::crd::Definition>::definition();
+    let schema = crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
+    assert_eq!(
+        schema.and_then(|s| s.description.as_deref()),
+        Some("A widget,\ndescribed on two lines.")
+    );
 }

@@ -29,4 +29,11 @@ fn main() {
     assert_eq!(rules.len(), 2);
     assert_eq!(rules[0].resources.as_deref(), Some(&["gadgets".to_owned()][..]));
     assert_eq!(rules[0].verbs, ["get", "list", "watch", "update", "patch"]);
+
+    let crd = <Gadget as kubeward::crd::Definition>::definition();
+    let schema = crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
+    assert_eq!(
+        schema.and_then(|s| s.description.as_deref()),
+        Some("A cluster-scoped kind without status or finalizer: only its own rule and Events.")
+    );
 }

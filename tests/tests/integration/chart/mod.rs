@@ -28,7 +28,11 @@ fn tool(program: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Runs `program args`, returning stdout on success and an error quoting stderr otherwise.
-async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> anyhow::Result<String> {
+pub(crate) async fn run(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<String> {
     use tokio::io::AsyncWriteExt as _;
 
     let mut command = tokio::process::Command::new(tool(program)?);
@@ -80,7 +84,7 @@ async fn template(extra: &[&str]) -> anyhow::Result<Vec<Value>> {
     documents(&helm(&args).await?)
 }
 
-fn path_str(path: &Path) -> anyhow::Result<&str> {
+pub(crate) fn path_str(path: &Path) -> anyhow::Result<&str> {
     path.to_str()
         .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", path.display()))
 }

@@ -1,0 +1,111 @@
+//! The example operator's `crd` and `manifests` subcommands, which come from its `Manager`, run
+//! without a cluster and write what the chart commits.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kubeward::crd::Definition as _;
+use kubeward_examples::configmap_generator::ConfigMapGenerator;
+
+/// The files `manifests` writes, relative to the chart.
+const FILES: [&str; 2] = ["files/crd.yaml", "files/rbac-rules.yaml"];
+
+fn chart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/configmap-generator")
+}
+
+/// Runs the operator with `args` in `dir`, with no kubeconfig anywhere: no `KUBECONFIG`, a
+/// `HOME` without `.kube`, and not in a pod.
+fn operator(args: &[&str], dir: &Path) -> anyhow::Result<Output> {
+    let home = tempfile::tempdir()?;
+    Ok(Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("HOME", home.path())
+        .output()?)
+}
+
+fn succeeded(output: &Output) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        output.status.success(),
+        "exited with {}; stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}
+
+#[test]
+fn crd_prints_the_polished_definition_without_a_cluster_or_kubeconfig() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let output = operator(&["crd"], dir.path())?;
+    succeeded(&output)?;
+    assert_eq!(output.status.code(), Some(0));
+    let printed: CustomResourceDefinition = serde_norway::from_slice(&output.stdout)?;
+    assert_eq!(printed, ConfigMapGenerator::definition());
+    let columns: Vec<String> = printed.spec.versions[0]
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(columns, ["Ready", "Reason", "Message", "Age"]);
+    assert_eq!(
+        printed.spec.names.categories.as_deref(),
+        Some(&["demo".to_owned()][..])
+    );
+    Ok(())
+}
+
+#[test]
+fn the_committed_chart_files_are_the_generated_ones() -> anyhow::Result<()> {
+    // `manifests` without a folder writes into `charts/configmap-generator` of where it runs.
+    let dir = tempfile::tempdir()?;
+    let target = dir.path().join("charts/configmap-generator");
+    std::fs::create_dir_all(&target)?;
+    succeeded(&operator(&["manifests"], dir.path())?)?;
+    for file in FILES {
+        let generated = std::fs::read_to_string(target.join(file))?;
+        let committed = std::fs::read_to_string(chart().join(file))?;
+        assert!(
+            committed == generated,
+            "charts/configmap-generator/{file} differs from what the operator writes; regenerate \
+             it with `cargo run -p kubeward-examples --bin configmap_generator -- manifests` \
+             from the repository's root"
+        );
+    }
+    let written = std::fs::read_dir(target.join("files"))?.count();
+    assert_eq!(written, FILES.len(), "manifests writes exactly {FILES:?}");
+    Ok(())
+}
+
+#[test]
+fn manifests_into_a_missing_folder_fail_and_write_nothing() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let output = operator(&["manifests", "no-such-chart"], dir.path())?;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no-such-chart does not exist"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+    Ok(())
+}
+
+#[test]
+fn help_opens_with_the_operators_own_text_and_lists_the_subcommands() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let output = operator(&["--help"], dir.path())?;
+    succeeded(&output)?;
+    let help = String::from_utf8(output.stdout)?;
+    assert!(
+        help.starts_with("The example operator of kubeward"),
+        "{help}"
+    );
+    for line in ["  crd ", "  manifests "] {
+        assert!(help.contains(line), "no {line:?} in\n{help}");
+    }
+    Ok(())
+}

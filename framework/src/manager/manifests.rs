@@ -1,0 +1,347 @@
+//! Prints or writes an operator's manifests instead of running it: the `crd` and `manifests` subcommands.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use kube::Client;
+
+use super::{Error, Manager, Result};
+use crate::crd::CustomResourceDefinition;
+use crate::rbac::{self, PolicyRule};
+
+/// The chart file the `manifests` subcommand writes the CRDs to, relative to the chart's folder.
+const CRD_FILE: &str = "files/crd.yaml";
+/// The chart file the `manifests` subcommand writes the RBAC rules to.
+const RBAC_RULES_FILE: &str = "files/rbac-rules.yaml";
+
+/// What an operator does instead of running: print or write the manifests of the controllers
+/// added to its [`Manager`]. [`Manager::run`] does it and returns without starting anything, so
+/// it needs no cluster.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Subcommand)]
+#[non_exhaustive]
+pub enum Command {
+    /// Print the CustomResourceDefinition of every controller as YAML and exit.
+    Crd,
+    /// Write the CRDs and the controllers' merged RBAC rules into a Helm chart
+    /// (`files/crd.yaml` and `files/rbac-rules.yaml`) and exit.
+    Manifests {
+        /// The chart's folder [default: charts/NAME, NAME being this program's name with `-`
+        /// for `_`]
+        chart: Option<PathBuf>,
+    },
+}
+
+/// What the manager keeps of an added controller while a [`Command`] waits for [`Manager::run`].
+#[derive(Debug)]
+pub(super) struct Recorded {
+    controller: String,
+    crd: Option<CustomResourceDefinition>,
+    rbac: Option<Vec<PolicyRule>>,
+}
+
+impl Manager {
+    /// Keeps a controller's CRD and rules for the subcommand, when one was given.
+    pub(crate) fn record_manifests(
+        &self,
+        controller: &str,
+        crd: Option<CustomResourceDefinition>,
+        rbac: Option<Vec<PolicyRule>>,
+    ) {
+        if self.command.is_some() {
+            self.manifests.lock().push(Recorded {
+                controller: controller.to_owned(),
+                crd,
+                rbac,
+            });
+        }
+    }
+
+    /// Carries out `command` for the controllers added so far.
+    pub(super) fn run_command(&self, command: &Command) -> Result<()> {
+        let recorded = std::mem::take(&mut *self.manifests.lock());
+        match command {
+            Command::Crd => {
+                let yaml = crds_yaml(&recorded)?;
+                std::io::stdout()
+                    .write_all(yaml.as_bytes())
+                    .map_err(|e| failed("printing the CRDs", e))
+            }
+            Command::Manifests { chart } => {
+                let chart = chart.clone().unwrap_or_else(|| default_chart(&program()));
+                write_chart(&chart, &program(), &recorded)
+            }
+        }
+    }
+}
+
+/// A client for a manager that only prints manifests: it never connects, and every request
+/// fails saying why.
+pub(super) fn offline_client() -> Client {
+    Client::new(Offline, "default")
+}
+
+/// The service behind [`offline_client`].
+#[derive(Clone, Copy, Debug)]
+struct Offline;
+
+/// The error of every request through [`offline_client`].
+#[derive(Debug, thiserror::Error)]
+#[error("no cluster: the `crd` and `manifests` subcommands run without one")]
+struct NoCluster;
+
+impl tower_service::Service<Request<kube::client::Body>> for Offline {
+    type Response = Response<kube::client::Body>;
+    type Error = NoCluster;
+    type Future = std::future::Ready<Result<Self::Response, NoCluster>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), NoCluster>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<kube::client::Body>) -> Self::Future {
+        std::future::ready(Err(NoCluster))
+    }
+}
+
+fn failed(
+    action: impl Into<String>,
+    source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> Error {
+    Error::Manifests {
+        action: action.into(),
+        source: Some(source.into()),
+    }
+}
+
+fn refused(action: impl Into<String>) -> Error {
+    Error::Manifests {
+        action: action.into(),
+        source: None,
+    }
+}
+
+/// This program's name, as it was started (`configmap_generator`).
+fn program() -> String {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .map(Path::new)
+        .and_then(Path::file_stem)
+        .map_or_else(
+            || "operator".to_owned(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+}
+
+/// `charts/NAME`, NAME being `program` with `-` for `_` (Helm chart names use dashes).
+fn default_chart(program: &str) -> PathBuf {
+    Path::new("charts").join(program.replace('_', "-"))
+}
+
+/// The distinct CRDs of the recorded controllers, in the order they were added.
+fn crds(recorded: &[Recorded]) -> Vec<&CustomResourceDefinition> {
+    let mut seen = std::collections::HashSet::new();
+    recorded
+        .iter()
+        .filter_map(|r| r.crd.as_ref())
+        .filter(|crd| seen.insert(crd.metadata.name.clone()))
+        .collect()
+}
+
+/// Every CRD as a YAML document, separated by `---`.
+fn crds_yaml(recorded: &[Recorded]) -> Result<String> {
+    let crds = crds(recorded);
+    if crds.is_empty() {
+        return Err(refused(
+            "no controller of this operator has a CustomResourceDefinition: add controllers of \
+             kinds with `#[derive(Controller)]` (or `Controller::crd`) before `Manager::run`",
+        ));
+    }
+    let documents = crds
+        .iter()
+        .map(serde_norway::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| failed("serializing the CRDs", e))?;
+    Ok(documents.join("---\n"))
+}
+
+/// Writes the CRDs and the merged rules into `chart`: both are made before either is written.
+fn write_chart(chart: &Path, program: &str, recorded: &[Recorded]) -> Result<()> {
+    if !chart.is_dir() {
+        return Err(refused(format!(
+            "the chart folder {} does not exist; name it: `{program} manifests CHART`",
+            chart.display()
+        )));
+    }
+    let without: Vec<&str> = recorded
+        .iter()
+        .filter(|r| r.rbac.is_none())
+        .map(|r| r.controller.as_str())
+        .collect();
+    if recorded.is_empty() || !without.is_empty() {
+        return Err(refused(format!(
+            "no RBAC rules for the controllers {without:?}: add controllers before \
+             `Manager::run`, and give hand-built ones `Controller::rbac_rules`"
+        )));
+    }
+    let names: Vec<&str> = recorded.iter().map(|r| r.controller.as_str()).collect();
+    let names = names.join(", ");
+    let rules = rbac::merge(
+        recorded
+            .iter()
+            .flat_map(|r| r.rbac.iter().flatten().cloned()),
+    );
+    let rules_header = format!(
+        "GENERATED by `{program} manifests` from the RBAC rules of its\n\
+         controllers ({names}); do not edit. Rules for leader election (Leases) are not\n\
+         included: they belong to the manager, not to a controller."
+    );
+    let rules = rbac::rules_yaml(&rules_header, &rules)
+        .map_err(|e| failed("serializing the RBAC rules", e))?;
+    let crds = if crds(recorded).is_empty() {
+        None
+    } else {
+        let header = comment(&format!(
+            "GENERATED by `{program} manifests` from the CustomResourceDefinitions of its\n\
+             controllers ({names}); do not edit."
+        ));
+        Some(format!("{header}{}", crds_yaml(recorded)?))
+    };
+    let files = chart.join("files");
+    std::fs::create_dir_all(&files)
+        .map_err(|e| failed(format!("creating {}", files.display()), e))?;
+    let outputs = crds
+        .map(|crds| (CRD_FILE, crds))
+        .into_iter()
+        .chain([(RBAC_RULES_FILE, rules)]);
+    for (file, text) in outputs {
+        let path = chart.join(file);
+        std::fs::write(&path, text)
+            .map_err(|e| failed(format!("writing {}", path.display()), e))?;
+        tracing::info!(path = %path.display(), "wrote");
+    }
+    Ok(())
+}
+
+/// `text` as YAML comment lines.
+fn comment(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                "#\n".to_owned()
+            } else {
+                format!("# {l}\n")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn crd(name: &str) -> CustomResourceDefinition {
+        CustomResourceDefinition {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..CustomResourceDefinition::default()
+        }
+    }
+
+    fn recorded(controller: &str, crd_name: Option<&str>, rules: bool) -> Recorded {
+        Recorded {
+            controller: controller.to_owned(),
+            crd: crd_name.map(crd),
+            rbac: rules.then(|| rbac::Rules::new().owned::<ConfigMap>().events().build()),
+        }
+    }
+
+    #[test]
+    fn the_default_chart_is_named_after_the_program_with_dashes() {
+        assert_eq!(
+            default_chart("configmap_generator"),
+            Path::new("charts/configmap-generator")
+        );
+    }
+
+    #[test]
+    fn crds_print_once_each_as_separate_documents() -> Result<()> {
+        let yaml = crds_yaml(&[
+            recorded("a", Some("as.example.com"), true),
+            recorded("b", None, true),
+            recorded("c", Some("cs.example.com"), true),
+            recorded("d", Some("as.example.com"), true),
+        ])?;
+        let names: Vec<String> = serde_norway::Deserializer::from_str(&yaml)
+            .map(|d| {
+                let crd: CustomResourceDefinition =
+                    serde::Deserialize::deserialize(d).expect("a CRD document");
+                crd.metadata.name.unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(names, ["as.example.com", "cs.example.com"]);
+        assert!(matches!(
+            crds_yaml(&[recorded("b", None, true)]),
+            Err(Error::Manifests { .. })
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn manifests_merge_the_rules_and_write_nothing_when_a_controller_has_none() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| failed("tempdir", e))?;
+        let missing = write_chart(
+            dir.path(),
+            "op",
+            &[
+                recorded("a", Some("as.example.com"), true),
+                recorded("b", None, false),
+            ],
+        );
+        assert!(
+            matches!(&missing, Err(Error::Manifests { action, .. }) if action.contains("[\"b\"]")),
+            "{missing:?}"
+        );
+        assert!(!dir.path().join("files").exists(), "nothing was written");
+
+        write_chart(
+            dir.path(),
+            "op",
+            &[
+                recorded("a", Some("as.example.com"), true),
+                recorded("b", None, true),
+            ],
+        )?;
+        let rules = std::fs::read_to_string(dir.path().join(RBAC_RULES_FILE))
+            .map_err(|e| failed("reading", e))?;
+        assert!(
+            rules.starts_with("# GENERATED by `op manifests`"),
+            "{rules}"
+        );
+        assert_eq!(rules.matches("- configmaps").count(), 1, "{rules}");
+        let crds =
+            std::fs::read_to_string(dir.path().join(CRD_FILE)).map_err(|e| failed("reading", e))?;
+        assert!(crds.contains("name: as.example.com"), "{crds}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_chart_folder_that_does_not_exist_is_refused() {
+        let outcome = write_chart(
+            Path::new("/nonexistent/chart"),
+            "op",
+            &[recorded("a", Some("as.example.com"), true)],
+        );
+        assert!(
+            matches!(&outcome, Err(Error::Manifests { action, .. }) if action.contains("does not exist")),
+            "{outcome:?}"
+        );
+    }
+}

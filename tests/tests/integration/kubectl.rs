@@ -1,0 +1,175 @@
+//! The real `kubectl` on a kind with `#[derive(Controller)]`: it explains the kind and its status,
+//! lists Ready and Reason columns, and finds the kind by its category.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, CustomResource};
+use kubeward::Controller;
+use kubeward::controller::{Action, Context, Reconciler};
+use kubeward::testing::{ControlPlane, install_definition};
+use kubeward_tests::wait_for;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::chart::{path_str, run};
+
+/// A lamp that kubectl is asked about.
+#[derive(CustomResource, Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "kubectl.kubeward.dev",
+    version = "v1",
+    kind = "Lamp",
+    namespaced,
+    status = "LampStatus",
+    category = "kubeward-tests"
+)]
+#[controller(reconciler = Unused)]
+pub(crate) struct LampSpec {
+    /// How bright the lamp shines.
+    pub(crate) brightness: u32,
+}
+
+/// What the lamp reports.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct LampStatus {
+    /// The lamp's conditions; Ready once it shines.
+    #[serde(default)]
+    pub(crate) conditions: Vec<LampCondition>,
+}
+
+/// One condition.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct LampCondition {
+    /// `Ready`.
+    #[serde(rename = "type")]
+    pub(crate) type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub(crate) status: String,
+    /// Why, in `CamelCase`.
+    pub(crate) reason: String,
+    /// Why, in words.
+    pub(crate) message: String,
+}
+
+/// The derive needs a reconciler; nothing runs it here.
+#[expect(
+    dead_code,
+    reason = "the derive needs a reconciler type; no controller runs here"
+)]
+pub(crate) struct Unused;
+
+impl Reconciler<Lamp> for Unused {
+    type Error = kube::Error;
+
+    async fn reconcile(&self, _: Arc<Lamp>, _: &Context<Lamp>) -> Result<Action, kube::Error> {
+        Ok(Action::await_change())
+    }
+}
+
+/// Runs `kubectl args` against the control plane, with a fresh cache so that it discovers the
+/// CRD and its `OpenAPI` as the apiserver serves them now.
+async fn kubectl(cp: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
+    let cache = tempfile::tempdir()?;
+    let kubeconfig = path_str(cp.kubeconfig())?;
+    let cache_dir = path_str(cache.path())?;
+    let mut all = vec!["--kubeconfig", kubeconfig, "--cache-dir", cache_dir];
+    all.extend_from_slice(args);
+    run("kubectl", &all, None).await
+}
+
+/// Waits until `kubectl args` succeeds and prints every one of `expected`: the apiserver
+/// publishes a new CRD's `OpenAPI` and discovery a moment after the CRD is established.
+async fn kubectl_until(
+    cp: &ControlPlane,
+    args: &[&str],
+    expected: &[&str],
+) -> anyhow::Result<String> {
+    let printed = parking_lot::Mutex::new(String::new());
+    let last = &printed;
+    let found = wait_for(
+        Duration::from_secs(60),
+        &format!("`kubectl {}` to print {expected:?}", args.join(" ")),
+        || async move {
+            let output = kubectl(cp, args).await.unwrap_or_else(|e| format!("{e:#}"));
+            let all = expected.iter().all(|e| output.contains(e));
+            last.lock().clone_from(&output);
+            all.then_some(output)
+        },
+    )
+    .await;
+    found.map_err(|e| anyhow::anyhow!("{e}; it last printed:\n{}", printed.lock()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    install_definition::<Lamp>(cp.client()).await?;
+
+    kubectl_until(
+        cp,
+        &["explain", "lamp"],
+        &["A lamp that kubectl is asked about.", "status"],
+    )
+    .await?;
+    // The 1.20 apiserver leaves a nullable status out of its OpenAPI: this needs it published.
+    kubectl_until(
+        cp,
+        &["explain", "lamp.status.conditions"],
+        &["The lamp's conditions; Ready once it shines.", "reason"],
+    )
+    .await?;
+
+    let ns = cp.create_namespace("kubectl").await?;
+    let lamps: Api<Lamp> = Api::namespaced(cp.client(), &ns);
+    let lamp = Lamp::new("desk", LampSpec { brightness: 3 });
+    lamps.create(&PostParams::default(), &lamp).await?;
+    let status = json!({ "status": { "conditions": [{
+        "type": "Ready", "status": "True", "reason": "Shining", "message": "bright as asked"
+    }]}});
+    lamps
+        .patch_status("desk", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+
+    let table = kubectl_until(
+        cp,
+        &["get", "lamps", "--namespace", &ns],
+        &["READY", "REASON", "AGE", "Shining"],
+    )
+    .await?;
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "READY", "REASON", "AGE"], "{table}");
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(..3),
+        Some(&["desk", "True", "Shining"][..]),
+        "{table}"
+    );
+
+    let wide = kubectl(cp, &["get", "lamps", "--namespace", &ns, "-o", "wide"]).await?;
+    assert!(
+        wide.contains("MESSAGE") && wide.contains("bright as asked"),
+        "{wide}"
+    );
+
+    // Unknown to the server without the category; with one kind in it, kubectl prints its table.
+    kubectl_until(
+        cp,
+        &["get", "kubeward-tests", "--namespace", &ns],
+        &["desk", "Shining"],
+    )
+    .await?;
+    Ok(())
+}
