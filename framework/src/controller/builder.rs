@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 
 use super::erased::{ErasedReconciler, erase};
+use super::failure::Reporting;
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
@@ -48,6 +49,7 @@ pub struct Controller<K> {
     pub(crate) predicate: Option<Predicate<K>>,
     pub(crate) triggers: Vec<Trigger>,
     pub(crate) sources: Vec<Source>,
+    pub(crate) reporting: Reporting,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -59,6 +61,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("finalizer", &self.finalizer)
             .field("triggers", &self.triggers.len())
             .field("sources", &self.sources.len())
+            .field("reporting", &self.reporting)
             .finish_non_exhaustive()
     }
 }
@@ -76,6 +79,7 @@ impl<K: Watchable> Controller<K> {
             predicate: None,
             triggers: Vec::new(),
             sources: Vec::new(),
+            reporting: Reporting::default(),
         }
     }
 
@@ -142,6 +146,26 @@ impl<K: Watchable> Controller<K> {
     /// object is not in the cache is skipped.
     pub fn reconcile_on(mut self, keys: impl Stream<Item = ObjectKey> + Send + 'static) -> Self {
         self.sources.push(keys.boxed());
+        self
+    }
+
+    /// Whether a failed reconcile records a Warning Event with reason `ReconcileError` and the
+    /// error's message about the object (shown by `kubectl describe`). On by default; the
+    /// controller needs `create` and `patch` on `events.k8s.io` events (the derive's RBAC rules
+    /// include them). A 409 Conflict is never reported.
+    pub fn report_errors_as_events(mut self, on: bool) -> Self {
+        self.reporting.events = on;
+        self
+    }
+
+    /// Whether a failed reconcile of a custom resource sets its `Ready` status condition to
+    /// `False`, with the API error's reason (e.g. `Invalid`) or `ReconcileError` and the error's
+    /// message, by a merge patch of the status subresource. On by default; built-in kinds are
+    /// never written. The update this write causes does not trigger another reconcile. Turn it
+    /// off when the status has no `conditions` list of `metav1.Condition`s, or when `Ready` means
+    /// something else for this kind.
+    pub fn report_errors_on_status(mut self, on: bool) -> Self {
+        self.reporting.status = on;
         self
     }
 

@@ -7,6 +7,7 @@ use crate::informer::handler_fns;
 use crate::manager::{IntoRunnable, Manager, Runnable, runnable_fn};
 use crate::queue::{AddOptions, Priority, WorkQueue};
 
+use super::failure::Echoes;
 use super::worker::{Running, Shared};
 use super::{Context, Controller, Watchable};
 
@@ -37,6 +38,8 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 
         let informer = K::informer(factory, namespace);
         let predicate = self.predicate;
+        let echoes = Arc::new(Echoes::default());
+        let own_writes = Arc::clone(&echoes);
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
         let synced = informer.clone();
         let registration = informer.add_handler(
@@ -54,6 +57,10 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
                     );
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>| {
+                    // The controller's own report of a failure is no reason to reconcile again.
+                    if own_writes.is_echo(old.as_ref(), new.as_ref()) {
+                        return;
+                    }
                     if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
                         return;
                     }
@@ -103,6 +110,8 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             timeout: self.timeout,
             finalizer: self.finalizer,
             metrics: metrics.controller(&name, concurrency),
+            reporting: self.reporting,
+            echoes,
         });
         Box::new(Running {
             name,
