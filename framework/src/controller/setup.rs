@@ -58,10 +58,9 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>| {
                     // The controller's own report of a failure is no reason to reconcile again.
-                    if own_writes.is_echo(old.as_ref(), new.as_ref()) {
-                        return;
-                    }
-                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
+                    if own_writes.is_echo(old.as_ref(), new.as_ref())
+                        || predicate.as_ref().is_some_and(|p| !p.test(&old, &new))
+                    {
                         return;
                     }
                     let resync = Arc::ptr_eq(&old, &new);

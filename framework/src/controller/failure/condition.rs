@@ -263,7 +263,7 @@ mod tests {
         Time(k8s_openapi::jiff::Timestamp::from_second(seconds).expect("a valid timestamp"))
     }
 
-    fn object(status: Value) -> Value {
+    fn object(status: &Value) -> Value {
         json!({ "metadata": { "name": "a", "generation": 3 }, "status": status })
     }
 
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_true_ready_turns_false_in_place_and_other_conditions_stay() {
-        let obj = object(json!({ "conditions": [
+        let obj = object(&json!({ "conditions": [
             { "type": "Synced", "status": "True" },
             { "type": "Ready", "status": "True", "reason": "Generated", "message": "ok",
               "lastTransitionTime": "2020-01-01T00:00:00Z" },
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn a_new_message_keeps_the_transition_time_and_the_same_one_writes_nothing() {
-        let obj = object(json!({ "conditions": [
+        let obj = object(&json!({ "conditions": [
             { "type": "Ready", "status": "False", "reason": "ReconcileError", "message": "old",
               "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 3 },
         ]}));
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_status_whose_conditions_are_not_a_list_is_left_alone() {
-        let obj = object(json!({ "conditions": { "Ready": true } }));
+        let obj = object(&json!({ "conditions": { "Ready": true } }));
         assert_eq!(failed_conditions(&obj, "ReconcileError", "x", at(0)), None);
     }
 

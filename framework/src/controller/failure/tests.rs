@@ -19,6 +19,7 @@ use super::condition::applies;
 use crate::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
 use crate::manager::{Config, Manager};
 use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::testing::fake::Verb;
 use crate::testing::{FakeApiServer, events_about, wait_for};
 
 /// What a widget's reconcile does, by `spec.mode`.
@@ -46,6 +47,7 @@ struct WidgetStatus {
 #[derive(Clone, Default)]
 struct Widgets {
     attempts: Arc<Mutex<HashMap<String, usize>>>,
+    cleanups: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl Widgets {
@@ -92,6 +94,18 @@ impl Reconciler<Widget> for Widgets {
             _ => {}
         }
         Ok(Action::await_change())
+    }
+
+    /// Fails the first time.
+    async fn cleanup(&self, w: Arc<Widget>, _: &Context<Widget>) -> Result<(), kube::Error> {
+        let mut cleanups = self.cleanups.lock();
+        let n = cleanups.entry(w.name_any()).or_default();
+        *n += 1;
+        if *n == 1 {
+            let status = kube::core::Status::failure("the backend is busy", "InternalError");
+            return Err(kube::Error::Api(status.with_code(500).boxed()));
+        }
+        Ok(())
     }
 }
 
@@ -365,6 +379,52 @@ async fn the_status_is_left_alone_when_reporting_on_it_is_off() {
     .expect("the Event is still recorded");
     queue_moved_past(&fake, &widgets, "marker").await;
     assert_eq!(ready(&fake, "bad"), None);
+    stop(token, run).await;
+}
+
+#[tokio::test]
+async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going_away() {
+    const FINALIZER: &str = "test.kubeward.dev/cleanup";
+    let fake = fake();
+    let widgets = Widgets::default();
+    fake.seed(&widget("doomed", "ok")).expect("seed");
+    let (token, run, _) = start(&fake, Controller::new(widgets.clone()).finalizer(FINALIZER));
+    wait_for(
+        Duration::from_secs(10),
+        "doomed to carry the finalizer",
+        || async {
+            let w: Widget = fake.get("default", "doomed").ok()??;
+            w.finalizers().iter().any(|f| f == FINALIZER).then_some(())
+        },
+    )
+    .await
+    .expect("the finalizer is added");
+    // The report of the first (failing) cleanup can write neither its Event nor the status.
+    fake.fail_next(
+        Verb::Create,
+        "events",
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+    );
+    fake.fail_next(
+        Verb::Patch,
+        "widgets",
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+    );
+    let api: Api<Widget> = Api::namespaced(fake.client(), "default");
+    api.delete("doomed", &kube::api::DeleteParams::default())
+        .await
+        .expect("delete");
+    wait_for(Duration::from_secs(10), "doomed to be gone", || async {
+        let w: Option<Widget> = fake.get("default", "doomed").ok()?;
+        w.is_none().then_some(())
+    })
+    .await
+    .expect("the finalizer is removed once cleanup succeeds");
+    assert_eq!(
+        widgets.cleanups.lock().get("doomed").copied(),
+        Some(2),
+        "failed once, then succeeded"
+    );
     stop(token, run).await;
 }
 
