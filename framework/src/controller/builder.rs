@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 
 use super::erased::{ErasedReconciler, erase};
-use super::failure::Reporting;
+use super::failure::{Reporting, ToJson};
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
@@ -50,6 +50,7 @@ pub struct Controller<K> {
     pub(crate) triggers: Vec<Trigger>,
     pub(crate) sources: Vec<Source>,
     pub(crate) reporting: Reporting,
+    pub(crate) to_json: ToJson<K>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -68,7 +69,10 @@ impl<K> std::fmt::Debug for Controller<K> {
 
 impl<K: Watchable> Controller<K> {
     /// A controller that calls `reconciler` for objects of `K`.
-    pub fn new(reconciler: impl Reconciler<K>) -> Self {
+    pub fn new(reconciler: impl Reconciler<K>) -> Self
+    where
+        K: serde::Serialize,
+    {
         Self {
             reconciler: erase(reconciler),
             name: None,
@@ -80,6 +84,7 @@ impl<K: Watchable> Controller<K> {
             triggers: Vec::new(),
             sources: Vec::new(),
             reporting: Reporting::default(),
+            to_json: |obj: &K| serde_json::to_value(obj),
         }
     }
 

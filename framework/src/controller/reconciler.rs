@@ -91,6 +91,7 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     ///         }
     ///     }
     /// }
+    /// # let _ = kubeward::controller::Controller::new(Mirror);
     /// ```
     fn error_policy(&self, obj: &K, error: &Error<Self::Error>, ctx: &Context<K>) -> ErrorAction {
         let _ = (obj, ctx);

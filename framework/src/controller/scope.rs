@@ -4,7 +4,6 @@ use std::fmt::Debug;
 
 use kube::Resource;
 use kube::core::{ClusterResourceScope, NamespaceResourceScope};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::informer::{Factory, SharedInformer};
@@ -16,7 +15,7 @@ use crate::informer::{Factory, SharedInformer};
     note = "owned and watched kinds are k8s-openapi types or kube `CustomResource`s (they implement `kube::Resource`)"
 )]
 pub trait Watchable:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {
     /// Whether objects of this kind live in namespaces.
     const NAMESPACED: bool;
@@ -82,14 +81,7 @@ impl WatchScope for ClusterResourceScope {
 
 impl<K> Watchable for K
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
     const NAMESPACED: bool = <K::Scope as WatchScope>::NAMESPACED;

@@ -38,7 +38,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 
         let informer = K::informer(factory, namespace);
         let predicate = self.predicate;
-        let echoes = Arc::new(Echoes::default());
+        let echoes = Arc::new(Echoes::new(self.to_json));
         let own_writes = Arc::clone(&echoes);
         let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
         let synced = informer.clone();

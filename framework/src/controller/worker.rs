@@ -45,7 +45,7 @@ pub(crate) struct Shared<K> {
     /// Where failed reconciles are reported.
     pub(crate) reporting: Reporting,
     /// Status writes of failure reports, whose watch events the controller ignores.
-    pub(crate) echoes: Arc<Echoes>,
+    pub(crate) echoes: Arc<Echoes<K>>,
 }
 
 impl<K: Watchable> Runnable for Running<K> {
@@ -149,27 +149,25 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         .instrument(span.clone())
         .await;
     let entered = span.enter();
-    let (counted, failed) = match outcome {
-        Ok(Ok(action)) => {
-            let counted = match action.requeue_after() {
-                // "Again now" is rate limited, as controller-runtime's `Requeue: true`.
-                Some(Duration::ZERO) => {
-                    queue.add_rate_limited(key.clone());
-                    Outcome::Requeue
-                }
-                Some(delay) => {
-                    queue.forget(key);
-                    queue.add_after(key.clone(), delay);
-                    Outcome::RequeueAfter
-                }
-                None => {
-                    queue.forget(key);
-                    Outcome::Success
-                }
-            };
-            (counted, None)
-        }
-        Ok(Err(failure)) => (failure::settle(queue, key, &failure), Some(failure)),
+    let mut failed = None;
+    let counted = match outcome {
+        Ok(Ok(action)) => match action.requeue_after() {
+            // "Again now" is rate limited, as controller-runtime's `Requeue: true`.
+            Some(Duration::ZERO) => {
+                queue.add_rate_limited(key.clone());
+                Outcome::Requeue
+            }
+            Some(delay) => {
+                queue.forget(key);
+                queue.add_after(key.clone(), delay);
+                Outcome::RequeueAfter
+            }
+            None => {
+                queue.forget(key);
+                Outcome::Success
+            }
+        },
+        Ok(Err(failure)) => failure::settle(queue, key, failed.insert(failure)),
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
@@ -178,7 +176,7 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
                 .unwrap_or_default();
             tracing::error!(panic = %message, "reconcile panicked; retrying with backoff");
             queue.add_rate_limited(key.clone());
-            (Outcome::Panic, None)
+            Outcome::Panic
         }
     };
     shared.metrics.finished(counted, started.elapsed());

@@ -8,7 +8,6 @@ use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use kube::{Client, Resource};
 use parking_lot::Mutex;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::cache::ObjectKey;
@@ -20,11 +19,23 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The condition a failure sets.
 const READY: &str = "Ready";
 
+/// Reads an object of `K` as JSON; captured where `K: Serialize` is known (`Controller::new`),
+/// so that [`Watchable`] need not require it of every owned and watched kind.
+pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
+
 /// Status writes in flight or done, whose watch event must not trigger another reconcile: a
 /// controller that reacted to its own error report would run a terminal failure twice.
-#[derive(Debug, Default)]
-pub(crate) struct Echoes {
+pub(crate) struct Echoes<K> {
+    to_json: ToJson<K>,
     expected: Mutex<HashMap<ObjectKey, Expected>>,
+}
+
+impl<K> std::fmt::Debug for Echoes<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Echoes")
+            .field("expected", &self.expected.lock().len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the update caused by one status write looks like.
@@ -36,10 +47,18 @@ struct Expected {
     message: String,
 }
 
-impl Echoes {
+impl<K: Resource> Echoes<K> {
+    /// Tracks status writes of objects that `to_json` reads.
+    pub(crate) fn new(to_json: ToJson<K>) -> Self {
+        Self {
+            to_json,
+            expected: Mutex::default(),
+        }
+    }
+
     /// Whether the update `old` → `new` only carries the Ready condition this controller wrote
     /// after a failure; if so it is consumed, and the caller ignores the update.
-    pub(crate) fn is_echo<K: Resource + Serialize>(&self, old: &K, new: &K) -> bool {
+    pub(crate) fn is_echo(&self, old: &K, new: &K) -> bool {
         let mut expected = self.expected.lock();
         if expected.is_empty() {
             return false;
@@ -57,7 +76,7 @@ impl Echoes {
             return false;
         };
         drop(expected);
-        old_rv == entry.from && only_ready_changed(old, new, &entry)
+        old_rv == entry.from && only_ready_changed((self.to_json)(old), (self.to_json)(new), &entry)
     }
 
     fn expect(&self, key: ObjectKey, expected: Expected) {
@@ -81,12 +100,12 @@ pub(super) fn applies<K: Resource<DynamicType = ()>>() -> bool {
 /// status subresource, unless it already says exactly that. Failures are logged, never returned.
 pub(super) async fn write<K: Watchable>(
     client: Client,
-    echoes: &Echoes,
+    echoes: &Echoes<K>,
     obj: &K,
     reason: &str,
     message: &str,
 ) {
-    let object = match serde_json::to_value(obj) {
+    let object = match (echoes.to_json)(obj) {
         Ok(object) => object,
         Err(error) => {
             tracing::debug!(%error, "cannot read the object's status as JSON");
@@ -210,8 +229,12 @@ fn version<K: Resource>(obj: &K) -> String {
 
 /// Whether `new` differs from `old` only in what a status write of `expected` changes: the
 /// resourceVersion, managed fields, and a Ready condition that is False with its reason and message.
-fn only_ready_changed<K: Serialize>(old: &K, new: &K, expected: &Expected) -> bool {
-    let (Ok(old), Ok(new)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
+fn only_ready_changed(
+    old: serde_json::Result<Value>,
+    new: serde_json::Result<Value>,
+    expected: &Expected,
+) -> bool {
+    let (Ok(old), Ok(new)) = (old, new) else {
         return false;
     };
     let (mut old, old_conditions) = split(old);

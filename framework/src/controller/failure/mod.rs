@@ -7,7 +7,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub(crate) use condition::Echoes;
+pub(crate) use condition::{Echoes, ToJson};
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, message, truncate};
