@@ -68,7 +68,8 @@ impl<K> std::fmt::Debug for Controller<K> {
 }
 
 impl<K: Watchable> Controller<K> {
-    /// A controller that calls `reconciler` for objects of `K`.
+    /// A controller that calls `reconciler` for objects of `K`. (`K: Serialize`, as every
+    /// Kubernetes kind is: a failed reconcile is reported on the object's status.)
     pub fn new(reconciler: impl Reconciler<K>) -> Self
     where
         K: serde::Serialize,
