@@ -87,8 +87,14 @@ impl Reconciler<ConfigMapGenerator> for Generator {
             .await?;
 
         let generation = generator.metadata.generation;
+        // Ready too: after a failed reconcile the controller set it to False, and this success
+        // must set it back even when the generation did not change.
         let already_reported = generator.status.as_ref().is_some_and(|s| {
-            s.observed_generation == generation && s.config_map.as_deref() == Some(&name)
+            s.observed_generation == generation
+                && s.config_map.as_deref() == Some(&name)
+                && s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
         });
         if !already_reported {
             let status = ConfigMapGeneratorStatus {

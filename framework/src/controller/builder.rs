@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 
 use super::erased::{ErasedReconciler, erase};
+use super::failure::{Reporting, ToJson};
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Predicate, Reconciler, Watchable};
@@ -54,6 +55,8 @@ pub struct Controller<K> {
     pub(crate) crd: Option<CustomResourceDefinition>,
     /// The controller's RBAC rules, for the manager's `manifests` subcommand.
     pub(crate) rbac: Option<Vec<PolicyRule>>,
+    pub(crate) reporting: Reporting,
+    pub(crate) to_json: ToJson<K>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -65,13 +68,18 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("finalizer", &self.finalizer)
             .field("triggers", &self.triggers.len())
             .field("sources", &self.sources.len())
+            .field("reporting", &self.reporting)
             .finish_non_exhaustive()
     }
 }
 
 impl<K: Watchable> Controller<K> {
-    /// A controller that calls `reconciler` for objects of `K`.
-    pub fn new(reconciler: impl Reconciler<K>) -> Self {
+    /// A controller that calls `reconciler` for objects of `K`. (`K: Serialize`, as every
+    /// Kubernetes kind is: a failed reconcile is reported on the object's status.)
+    pub fn new(reconciler: impl Reconciler<K>) -> Self
+    where
+        K: serde::Serialize,
+    {
         Self {
             reconciler: erase(reconciler),
             name: None,
@@ -84,6 +92,8 @@ impl<K: Watchable> Controller<K> {
             sources: Vec::new(),
             crd: None,
             rbac: None,
+            reporting: Reporting::default(),
+            to_json: |obj: &K| serde_json::to_value(obj),
         }
     }
 
@@ -168,6 +178,26 @@ impl<K: Watchable> Controller<K> {
     /// [`rbac::Rules`](crate::rbac::Rules).
     pub fn rbac_rules(mut self, rules: Vec<PolicyRule>) -> Self {
         self.rbac = Some(rules);
+        self
+    }
+
+    /// Whether a failed reconcile records a Warning Event with reason `ReconcileError` and the
+    /// error's message about the object (shown by `kubectl describe`). On by default; the
+    /// controller needs `create` and `patch` on `events.k8s.io` events (the derive's RBAC rules
+    /// include them). A 409 Conflict is never reported.
+    pub fn report_errors_as_events(mut self, on: bool) -> Self {
+        self.reporting.events = on;
+        self
+    }
+
+    /// Whether a failed reconcile of a custom resource sets its `Ready` status condition to
+    /// `False`, with the API error's reason (e.g. `Invalid`) or `ReconcileError` and the error's
+    /// message, by a merge patch of the status subresource. On by default; built-in kinds are
+    /// never written. The update this write causes does not trigger another reconcile. Turn it
+    /// off when the status has no `conditions` list of `metav1.Condition`s, or when `Ready` means
+    /// something else for this kind.
+    pub fn report_errors_on_status(mut self, on: bool) -> Self {
+        self.reporting.status = on;
         self
     }
 

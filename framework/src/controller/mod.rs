@@ -4,13 +4,18 @@
 //! [watches](Controller::watches)) through the manager's shared informers, turns every change
 //! into the key of a `K` in a rate-limited work queue, and calls [`Reconciler::reconcile`] with
 //! the cached object. Keys are deduplicated while they wait, one key is never reconciled twice at
-//! once, success forgets the key's failures, errors are retried with backoff, and a panic in a
-//! reconcile is caught, counted and retried.
+//! once, success forgets the key's failures, errors are retried with backoff (or not at all when
+//! they cannot succeed, see [`Error::default_action`]) and reported on the object, a 409 Conflict
+//! is looked at again without counting as an error, and a panic in a reconcile is caught,
+//! counted and retried.
 
 mod action;
+mod attempt;
 mod builder;
 mod context;
 mod erased;
+mod error;
+mod failure;
 mod finalizer;
 mod intake;
 mod predicate;
@@ -26,6 +31,7 @@ mod worker;
 pub use action::{Action, ErrorAction};
 pub use builder::{Controller, DEFAULT_CONCURRENCY};
 pub use context::Context;
+pub use error::Error;
 pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub use scope::{WatchScope, Watchable};

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{Action, Context, ErrorAction};
+use super::{Action, Context, Error, ErrorAction};
 
 /// Brings the world in line with one object of kind `K`.
 ///
@@ -38,7 +38,9 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     /// Reconciles `obj`.
     ///
     /// # Errors
-    /// Any error: the controller logs it, counts it, and asks [`Self::error_policy`] what next.
+    /// Any error: the controller logs it, counts it, reports it on the object (a Warning Event
+    /// and, for custom resources, a `Ready=False` condition), and asks [`Self::error_policy`]
+    /// what next.
     fn reconcile(
         &self,
         obj: Arc<K>,
@@ -46,11 +48,12 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
 
     /// Cleans up after `obj`, which is being deleted while the controller's finalizer is still on
-    /// it. The finalizer is removed when this succeeds; failures are retried with backoff.
+    /// it. The finalizer is removed when this succeeds; failures go through
+    /// [`Self::error_policy`] like those of `reconcile` (as [`Error::Cleanup`]).
     /// Called only when the controller declares a finalizer.
     ///
     /// # Errors
-    /// Any error: the cleanup is retried with backoff and the object stays.
+    /// Any error: the object stays, and by default the cleanup is retried with backoff.
     fn cleanup(
         &self,
         obj: Arc<K>,
@@ -60,9 +63,38 @@ pub trait Reconciler<K>: Send + Sync + 'static {
         async { Ok(()) }
     }
 
-    /// What to do after `error`: by default, retry with the rate limiter.
-    fn error_policy(&self, obj: &K, error: &Self::Error, ctx: &Context<K>) -> ErrorAction {
-        let _ = (obj, error, ctx);
-        ErrorAction::Retry
+    /// What to do after a failed attempt at `obj`; `error` says which step failed (the
+    /// reconcile, the cleanup, a finalizer write, the timeout) and carries the reconciler's own
+    /// error. By default, [`Error::default_action`]: requests the API server refused as invalid
+    /// or forbidden (400, 403, 413, 422) are [`ErrorAction::Terminal`], all else is retried with
+    /// backoff. A 409 Conflict never gets here: the controller looks at the object again soon,
+    /// without counting or reporting an error.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kubeward::controller::{self, Action, Context, ErrorAction, Reconciler};
+    /// # struct Mirror;
+    /// impl Reconciler<ConfigMap> for Mirror {
+    ///     type Error = kube::Error;
+    /// #   async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
+    ///     fn error_policy(
+    ///         &self,
+    ///         _: &ConfigMap,
+    ///         error: &controller::Error<kube::Error>,
+    ///         _: &Context<ConfigMap>,
+    ///     ) -> ErrorAction {
+    ///         match error.status_code() {
+    ///             // Forbidden here means RBAC is being rolled out: try again in a minute.
+    ///             Some(403) => ErrorAction::RetryAfter(std::time::Duration::from_secs(60)),
+    ///             _ => error.default_action(),
+    ///         }
+    ///     }
+    /// }
+    /// # let _ = kubeward::controller::Controller::new(Mirror);
+    /// ```
+    fn error_policy(&self, obj: &K, error: &Error<Self::Error>, ctx: &Context<K>) -> ErrorAction {
+        let _ = (obj, ctx);
+        error.default_action()
     }
 }

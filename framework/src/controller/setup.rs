@@ -10,6 +10,7 @@ use crate::informer::handler_fns;
 use crate::manager::{IntoRunnable, Manager, Runnable, runnable_fn};
 use crate::queue::{AddOptions, Priority};
 
+use super::failure::Echoes;
 use super::intake::Intake;
 use super::running::{Queues, Running, Wiring};
 use super::worker::Shared;
@@ -42,6 +43,8 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 
         let informer = K::informer(factory, namespace);
         let predicate = self.predicate;
+        let echoes = Arc::new(Echoes::new(self.to_json));
+        let own_writes = Arc::clone(&echoes);
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
         let synced = informer.clone();
         let registration = informer.add_handler(
@@ -59,7 +62,10 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
                     );
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>| {
-                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
+                    // The controller's own report of a failure is no reason to reconcile again.
+                    if own_writes.is_echo(old.as_ref(), new.as_ref())
+                        || predicate.as_ref().is_some_and(|p| !p.test(&old, &new))
+                    {
                         return;
                     }
                     let resync = Arc::ptr_eq(&old, &new);
@@ -109,6 +115,8 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             timeout: self.timeout,
             finalizer: self.finalizer,
             metrics: metrics.controller(&name, concurrency),
+            reporting: self.reporting,
+            echoes,
         });
         Box::new(Running(Arc::new(Wiring {
             name,

@@ -8,9 +8,9 @@ use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::erased::{ErasedReconciler, Failure};
-use super::finalizer;
-use super::{Action, Context, ErrorAction, Watchable};
+use super::erased::ErasedReconciler;
+use super::failure::{self, Echoes, Reporting};
+use super::{Context, Watchable};
 use crate::cache::ObjectKey;
 use crate::metrics::{ControllerMetrics, Outcome};
 use crate::queue::WorkQueue;
@@ -22,6 +22,10 @@ pub(crate) struct Shared<K> {
     pub(crate) timeout: Option<Duration>,
     pub(crate) finalizer: Option<String>,
     pub(crate) metrics: ControllerMetrics,
+    /// Where failed reconciles are reported.
+    pub(crate) reporting: Reporting,
+    /// Status writes of failure reports, whose watch events the controller ignores.
+    pub(crate) echoes: Arc<Echoes<K>>,
 }
 
 /// One worker: takes keys until shutdown; a key it took is always finished.
@@ -60,11 +64,18 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
     );
     shared.metrics.started();
     let started = tokio::time::Instant::now();
-    let outcome = AssertUnwindSafe(reconcile(shared, obj))
+    let attempt = shared.reconciler.run(
+        Arc::clone(&obj),
+        &shared.ctx,
+        shared.finalizer.as_deref(),
+        shared.timeout,
+    );
+    let outcome = AssertUnwindSafe(attempt)
         .catch_unwind()
         .instrument(span.clone())
         .await;
-    let _entered = span.enter();
+    let entered = span.enter();
+    let mut failed = None;
     let counted = match outcome {
         Ok(Ok(action)) => match action.requeue_after() {
             // "Again now" is rate limited, as controller-runtime's `Requeue: true`.
@@ -82,17 +93,7 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
                 Outcome::Success
             }
         },
-        Ok(Err(failure)) => {
-            tracing::warn!(error = %failure.error, "reconcile failed");
-            match failure.action {
-                ErrorAction::Retry => queue.add_rate_limited(key.clone()),
-                ErrorAction::RetryAfter(delay) => queue.add_after(key.clone(), delay),
-                ErrorAction::Terminal => queue.forget(key),
-            }
-            Outcome::Error {
-                terminal: failure.action == ErrorAction::Terminal,
-            }
-        }
+        Ok(Err(failure)) => failure::settle(queue, key, failed.insert(failure)),
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
@@ -105,55 +106,11 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         }
     };
     shared.metrics.finished(counted, started.elapsed());
-}
-
-/// Runs the finalizer steps and the user's reconcile (or cleanup), within the timeout.
-async fn reconcile<K: Watchable>(shared: &Shared<K>, obj: Arc<K>) -> Result<Action, Failure> {
-    let run = async {
-        let client = shared.ctx.client();
-        let Some(finalizer) = &shared.finalizer else {
-            return shared.reconciler.reconcile(obj, &shared.ctx).await;
-        };
-        let has_finalizer = finalizer::has(obj.meta(), finalizer);
-        if obj.meta().deletion_timestamp.is_some() {
-            if !has_finalizer {
-                return Ok(Action::await_change());
-            }
-            shared
-                .reconciler
-                .cleanup(Arc::clone(&obj), &shared.ctx)
-                .await?;
-            // `None`: the object is already gone, which is what removing the finalizer is for.
-            finalizer::remove(&client, obj.as_ref(), finalizer)
-                .await
-                .map_err(retry)?;
-            return Ok(Action::await_change());
-        }
-        let obj = if has_finalizer {
-            obj
-        } else {
-            Arc::new(
-                finalizer::add(&client, obj.as_ref(), finalizer)
-                    .await
-                    .map_err(retry)?,
-            )
-        };
-        shared.reconciler.reconcile(obj, &shared.ctx).await
-    };
-    match shared.timeout {
-        None => run.await,
-        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
-            Err(Failure {
-                error: format!("reconcile timed out after {limit:?}").into(),
-                action: ErrorAction::Retry,
-            })
-        }),
-    }
-}
-
-fn retry(error: kube::Error) -> Failure {
-    Failure {
-        error: Box::new(error),
-        action: ErrorAction::Retry,
+    drop(entered);
+    if let Some(failure) = failed {
+        // After the result is counted and the key requeued: reporting changes neither.
+        failure::report(shared, &obj, &failure)
+            .instrument(span)
+            .await;
     }
 }

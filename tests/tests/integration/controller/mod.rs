@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler};
+use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod external;
+mod failures;
 
 /// Starts `manager` in the background; returns its shutdown token and task.
 fn start(manager: Manager) -> (CancellationToken, JoinHandle<kubeward::manager::Result<()>>) {
@@ -411,13 +412,14 @@ impl Reconciler<ConfigMap> for Troubled {
     fn error_policy(
         &self,
         _cm: &ConfigMap,
-        error: &Trouble,
+        error: &controller::Error<Trouble>,
         _ctx: &Context<ConfigMap>,
     ) -> ErrorAction {
-        if error.0 == "cannot ever work" {
-            ErrorAction::Terminal
-        } else {
-            ErrorAction::Retry
+        match error {
+            // The reconciler's own error: it knows which ones are hopeless.
+            controller::Error::Reconcile(Trouble("cannot ever work")) => ErrorAction::Terminal,
+            // Anything else (a timeout, a finalizer write): what the controller does by default.
+            _ => error.default_action(),
         }
     }
 }

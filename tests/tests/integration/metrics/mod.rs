@@ -12,7 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
-use kubeward::controller::{Action, Context, Controller, ErrorAction, Reconciler};
+use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
 use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
@@ -79,13 +79,12 @@ impl Reconciler<ConfigMap> for Scripted {
     fn error_policy(
         &self,
         _: &ConfigMap,
-        error: &Scripting,
+        error: &controller::Error<Scripting>,
         _: &Context<ConfigMap>,
     ) -> ErrorAction {
-        if error.0 == "never works" {
-            ErrorAction::Terminal
-        } else {
-            ErrorAction::Retry
+        match error {
+            controller::Error::Reconcile(Scripting("never works")) => ErrorAction::Terminal,
+            _ => ErrorAction::Retry,
         }
     }
 }

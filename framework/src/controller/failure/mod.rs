@@ -1,0 +1,110 @@
+//! Settles a failed reconcile: requeues or forgets the key, and reports the error on the object.
+
+mod condition;
+mod event;
+#[cfg(all(test, feature = "testing"))]
+mod tests;
+
+use std::sync::Arc;
+
+pub(crate) use condition::{Echoes, ToJson};
+
+use super::erased::{Failure, Next};
+use super::error::{api_status, message, truncate};
+use super::worker::Shared;
+use super::{ErrorAction, Watchable};
+use crate::cache::ObjectKey;
+use crate::metrics::Outcome;
+use crate::queue::WorkQueue;
+
+/// events.k8s.io/v1 refuses an Event whose note is longer than 1 KiB.
+const NOTE_LIMIT: usize = 1024;
+/// `metav1.Condition` allows messages up to 32 KiB.
+const MESSAGE_LIMIT: usize = 32 * 1024;
+/// The condition's reason when the error is not an API error with a reason of its own.
+const CONDITION_REASON: &str = "ReconcileError";
+
+/// Where a controller reports failed reconciles; both on unless the builder turns them off.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reporting {
+    /// A Warning Event about the object.
+    pub(crate) events: bool,
+    /// `Ready=False` in the status conditions of a custom resource.
+    pub(crate) status: bool,
+}
+
+impl Default for Reporting {
+    fn default() -> Self {
+        Self {
+            events: true,
+            status: true,
+        }
+    }
+}
+
+/// Requeues or forgets `key` as `failure` asks, logs it, and says how it counts.
+///
+/// A conflict goes through the rate limiter: its first retry of a key comes after the limiter's
+/// base delay (5 ms by default), and the watch event of the newer version, which is what the
+/// retry needs, adds the key at once anyway. A plain `add` would instead spin at full speed for
+/// as long as a reconciler keeps writing from a stale read.
+pub(crate) fn settle(queue: &WorkQueue<ObjectKey>, key: &ObjectKey, failure: &Failure) -> Outcome {
+    let error = message(&*failure.error);
+    match failure.next {
+        Next::Conflict => {
+            tracing::debug!(%error, step = failure.step, "conflict: the object changed; looking again");
+            queue.add_rate_limited(key.clone());
+            Outcome::Requeue
+        }
+        Next::Policy(action) => {
+            let terminal = action == ErrorAction::Terminal;
+            tracing::warn!(%error, step = failure.step, terminal, "reconcile failed");
+            match action {
+                ErrorAction::Retry => queue.add_rate_limited(key.clone()),
+                ErrorAction::RetryAfter(delay) => queue.add_after(key.clone(), delay),
+                // Not retried: the informer brings the key back when the object changes.
+                ErrorAction::Terminal => queue.forget(key),
+            }
+            Outcome::Error { terminal }
+        }
+    }
+}
+
+/// Reports `failure` on `obj`: a Warning Event, and for a custom resource `Ready=False` with the
+/// API error's reason (`Invalid`, `Forbidden`, ...) or `ReconcileError`. Conflicts are not
+/// reported. Never fails: what cannot be written is logged.
+pub(crate) async fn report<K: Watchable>(shared: &Shared<K>, obj: &Arc<K>, failure: &Failure) {
+    if failure.next == Next::Conflict {
+        return;
+    }
+    let text = message(&*failure.error);
+    if shared.reporting.events {
+        event::report(&shared.ctx, obj, truncate(&text, NOTE_LIMIT));
+    }
+    if shared.reporting.status && condition::applies::<K>() {
+        let reason = api_status(&*failure.error)
+            .map(|s| s.reason.as_str())
+            .filter(|r| is_reason(r))
+            .unwrap_or(CONDITION_REASON);
+        let message = truncate(&text, MESSAGE_LIMIT);
+        condition::write(
+            shared.ctx.client(),
+            &shared.echoes,
+            obj.as_ref(),
+            reason,
+            &message,
+        )
+        .await;
+    }
+}
+
+/// Whether `reason` is a valid `metav1.Condition` reason (CamelCase: a letter, then letters,
+/// digits, `_`, `,` or `:`, not ending in `,` or `:`).
+fn is_reason(reason: &str) -> bool {
+    reason.len() <= 1024
+        && reason.starts_with(|c: char| c.is_ascii_alphabetic())
+        && reason
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ',' | ':'))
+        && !reason.ends_with([',', ':'])
+}
