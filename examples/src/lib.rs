@@ -1,5 +1,6 @@
 //! Runnable kubeward programs (in `src/bin/`) and the example operator they share.
 
+pub mod by_hand;
 pub mod configmap_generator;
 pub mod reconcile_kit;
 pub mod triggers;

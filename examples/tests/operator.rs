@@ -10,8 +10,9 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{Binaries, ControlPlane, TcpProxy, install_crd, wait_for};
+use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION, FINALIZER, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

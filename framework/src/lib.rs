@@ -61,13 +61,15 @@ pub mod testing;
 
 pub use error::Error;
 
-/// The names most operators use (`Controller` is both the builder and the derive).
+/// The names most operators use (`Controller` is both the builder and the derive; kube's
+/// `CustomResource` derive and `ResourceExt` come along, since every operator names them).
 pub mod prelude {
     pub use crate::controller::{Action, Context, Controller, ErrorAction, Predicate, Reconciler};
     pub use crate::manager::Manager;
     pub use crate::reconcile::{
-        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition,
+        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition, named,
     };
+    pub use kube::{CustomResource, ResourceExt as _};
     pub use kubeward_macros::Controller;
 }
 

@@ -71,7 +71,8 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input 
                 docs.push(line.value.clone());
             }
         } else if attr.path().is_ident("kube") {
-            let mut found = Kube {
+            // Several `#[kube(...)]` attributes add up, as they do for kube's own derive.
+            let found = kube.get_or_insert_with(|| Kube {
                 kind: None,
                 struct_name: None,
                 status: false,
@@ -79,10 +80,9 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Vec<syn::Error>) -> Input 
                     .path()
                     .get_ident()
                     .map_or_else(Span::call_site, Ident::span),
-            };
+            });
             // kube's own derive reports mistakes in `#[kube]`; only the keys used here are read.
-            let _ = attr.parse_nested_meta(|meta| read_kube_key(&meta, &mut found));
-            kube = Some(found);
+            let _ = attr.parse_nested_meta(|meta| read_kube_key(&meta, found));
         } else if attr.path().is_ident("controller") {
             controller_span.get_or_insert_with(|| {
                 attr.path()

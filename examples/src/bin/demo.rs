@@ -20,8 +20,9 @@ use kube::{Api, ResourceExt as _};
 use kubeward::leader;
 use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
 use kubeward::testing::{Binaries, ControlPlane};
+use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::cache::ObjectKey;
-use crate::informer::handler_fns;
+use crate::informer::{SharedInformer, handler_fns};
 use crate::manager::{IntoRunnable, Manager, Runnable, runnable_fn};
 use crate::queue::{AddOptions, Priority};
 
@@ -89,17 +89,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             .collect();
         wired.push(super::trigger::Wired::new(&informer, registration));
 
-        let ready = informer.clone();
-        manager.add_readiness_check(
-            format!("{name}-cache"),
-            Arc::new(move || {
-                if ready.has_synced() {
-                    Ok(())
-                } else {
-                    Err("cache not synced yet".into())
-                }
-            }),
-        );
+        add_cache_readiness(manager, &name, informer.clone());
 
         let ctx = Context::new(
             name.clone(),
@@ -130,6 +120,20 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             forwarding: Mutex::new(None),
         })))
     }
+}
+
+/// Makes `/readyz` fail until the controller's cache of `K` has synced.
+fn add_cache_readiness<K: Watchable>(manager: &Manager, name: &str, informer: SharedInformer<K>) {
+    manager.add_readiness_check(
+        format!("{name}-cache"),
+        Arc::new(move || {
+            if informer.has_synced() {
+                Ok(())
+            } else {
+                Err("cache not synced yet".into())
+            }
+        }),
+    );
 }
 
 #[cfg(test)]

@@ -45,7 +45,8 @@ impl fmt::Display for ConditionStatus {
 /// A condition of `type_` with `status`, `reason` (`CamelCase`) and `message`, stamped now.
 ///
 /// [`Conditions::set`] keeps the stamp of an existing condition whose status stays the same.
-/// Set `observed_generation` on the result to say which generation of the object it describes.
+/// Its `observed_generation` is left open: [`Context::patch_status`](crate::controller::Context::patch_status)
+/// fills it with the generation of the object it writes (set it yourself to say otherwise).
 #[must_use]
 pub fn condition(
     type_: &str,

@@ -45,6 +45,7 @@ mod apply;
 mod conditions;
 mod diff;
 mod error;
+mod named;
 mod not_found;
 mod owned;
 mod schema;
@@ -53,6 +54,7 @@ mod status;
 pub use conditions::{ConditionStatus, Conditions, condition};
 pub use error::Error;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+pub use named::named;
 pub use not_found::IgnoreNotFound;
 
 /// The result of the kit's calls.

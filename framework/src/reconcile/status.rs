@@ -27,6 +27,11 @@ where
     /// (`obj.status.clone().unwrap_or_default()`) to keep what others wrote. A status edited by
     /// hand is put back, whatever its observedGeneration says.
     ///
+    /// The status describes the generation of `obj`, so that generation fills in what `status`
+    /// leaves open: a top-level `observedGeneration` field that is present but `null`, and the
+    /// `observedGeneration` of each condition in `conditions` that has none (set one yourself to
+    /// say otherwise).
+    ///
     /// # Errors
     /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
     /// [`Error::Api`] for any other refusal, e.g. 409 Conflict or 422 Invalid.
@@ -40,7 +45,8 @@ where
             })
         };
         let current = json("current", serde_json::to_value(obj.status()))?;
-        let desired = json("desired", serde_json::to_value(status))?;
+        let mut desired = json("desired", serde_json::to_value(status))?;
+        fill_observed_generation(&mut desired, meta.generation);
         if same(&current, &desired) {
             return Ok(false);
         }
@@ -66,5 +72,69 @@ where
                 })?;
         self.client().request_text(request).await.map_err(fail)?;
         Ok(true)
+    }
+}
+
+/// Sets a `null` top-level `observedGeneration` and each condition's missing one to `generation`.
+fn fill_observed_generation(status: &mut serde_json::Value, generation: Option<i64>) {
+    let (Some(generation), Some(status)) = (generation, status.as_object_mut()) else {
+        return;
+    };
+    if status
+        .get("observedGeneration")
+        .is_some_and(serde_json::Value::is_null)
+    {
+        status.insert("observedGeneration".into(), generation.into());
+    }
+    let conditions = status.get_mut("conditions").and_then(|c| c.as_array_mut());
+    for condition in conditions.into_iter().flatten() {
+        let Some(condition) = condition.as_object_mut() else {
+            continue;
+        };
+        let open = condition
+            .get("observedGeneration")
+            .is_none_or(serde_json::Value::is_null);
+        if open {
+            condition.insert("observedGeneration".into(), generation.into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fill_observed_generation;
+
+    #[test]
+    fn the_objects_generation_fills_what_the_status_leaves_open_and_nothing_else() {
+        let mut status = json!({
+            "observedGeneration": null,
+            "conditions": [
+                { "type": "Ready", "status": "True" },
+                { "type": "Synced", "status": "True", "observedGeneration": 2 },
+            ],
+        });
+        fill_observed_generation(&mut status, Some(3));
+        assert_eq!(
+            status,
+            json!({
+                "observedGeneration": 3,
+                "conditions": [
+                    { "type": "Ready", "status": "True", "observedGeneration": 3 },
+                    { "type": "Synced", "status": "True", "observedGeneration": 2 },
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn a_status_without_the_fields_stays_as_it_is() {
+        let mut status = json!({ "phase": "Done" });
+        fill_observed_generation(&mut status, Some(3));
+        assert_eq!(status, json!({ "phase": "Done" }));
+        let mut absent = json!({ "observedGeneration": null });
+        fill_observed_generation(&mut absent, None);
+        assert_eq!(absent, json!({ "observedGeneration": null }));
     }
 }

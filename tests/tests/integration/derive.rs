@@ -10,8 +10,9 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::ControlPlane;
+use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator, generated_name,
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
 use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use parking_lot::Mutex;

@@ -15,9 +15,8 @@ use kubeward::manager::{Config as ManagerConfig, Manager};
 use kubeward::metrics::Metrics;
 use kubeward::rbac::Rules;
 use kubeward::testing::{ControlPlane, events_about};
-use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro,
-};
+use kubeward_examples::by_hand::{FINALIZER, controller_without_macro};
+use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
 use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use prometheus::Registry;
 

@@ -10,8 +10,8 @@ use kube::{Api, CustomResource, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
+use kubeward::reconcile::{Condition, Conditions, condition};
 use kubeward::testing::{ControlPlane, events_about};
-use kubeward_examples::configmap_generator::Condition;
 use kubeward_tests::{ensure_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
@@ -38,7 +38,7 @@ pub(super) struct NamerSpec {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub(super) struct NamerStatus {
     #[serde(default)]
-    conditions: Vec<Condition>,
+    conditions: Conditions,
 }
 
 /// Creates the ConfigMap, sets Ready=True once it exists, and counts its reconciles per object.
@@ -79,15 +79,9 @@ impl Reconciler<Namer> for Creator {
                 .any(|c| c.type_ == "Ready" && c.status == "True")
         });
         if !ready {
-            let condition = Condition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                reason: "Created".into(),
-                message: "the ConfigMap exists".into(),
-                last_transition_time: "2020-01-01T00:00:00Z".into(),
-                observed_generation: namer.metadata.generation,
-            };
-            let patch = json!({ "status": { "conditions": [condition] } });
+            let mut ready = condition("Ready", true, "Created", "the ConfigMap exists");
+            ready.observed_generation = namer.metadata.generation;
+            let patch = json!({ "status": { "conditions": [ready] } });
             let namers: Api<Namer> = Api::namespaced(ctx.client(), &ns);
             namers
                 .patch_status(
@@ -111,12 +105,7 @@ fn namer(name: &str, config_map_name: &str) -> Namer {
 }
 
 fn ready(namer: &Namer) -> Option<&Condition> {
-    namer
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
+    namer.status.as_ref()?.conditions.find("Ready")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

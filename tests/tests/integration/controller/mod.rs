@@ -13,9 +13,8 @@ use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Recon
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
-use kubeward_examples::configmap_generator::{
-    ConfigMapGenerator, ConfigMapGeneratorSpec, FINALIZER, controller_without_macro, generated_name,
-};
+use kubeward_examples::by_hand::{FINALIZER, controller_without_macro, generated_name};
+use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
 use kubeward_tests::{ensure_crd, metric_sum, wait_for};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;

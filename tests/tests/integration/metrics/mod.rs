@@ -410,6 +410,14 @@ async fn promtool_accepts_the_scraped_metrics() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the generator's status says Ready.
+fn is_ready(generator: &ConfigMapGenerator) -> bool {
+    generator
+        .status
+        .as_ref()
+        .is_some_and(|s| s.conditions.is_true("Ready"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_count()
 -> anyhow::Result<()> {
@@ -449,11 +457,7 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
         &format!("{n} generators reporting their ConfigMap"),
         || async {
             let list = generators.list(&ListParams::default()).await.ok()?;
-            let reported = list
-                .items
-                .iter()
-                .filter(|g| g.status.as_ref().is_some_and(|s| s.config_map.is_some()))
-                .count();
+            let reported = list.items.iter().filter(|g| is_ready(g)).count();
             (reported == n).then_some(())
         },
     )

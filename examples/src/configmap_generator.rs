@@ -1,0 +1,84 @@
+//! The example operator: a `ConfigMapGenerator` custom resource produces a ConfigMap.
+//!
+//! Its reconciler server-side-applies the owned ConfigMap, records the outcome in a Ready
+//! condition, emits Events, and deletes the ConfigMap through a finalizer when the generator is
+//! deleted. The framework does the rest: the CRD and RBAC manifests, failures reported on the
+//! object, no write when nothing changed, leader election, metrics and health.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeward::{Error, prelude::*};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// An annotation that makes a reconcile take longer (e.g. `3s`), to watch graceful shutdown.
+pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
+
+// ANCHOR: crd
+/// Asks for a ConfigMap holding `content`.
+#[derive(CustomResource, Controller, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(group = "demo.kubeward.dev", version = "v1", namespaced)]
+#[kube(kind = "ConfigMapGenerator", status = "ConfigMapGeneratorStatus")]
+#[kube(shortname = "cmg", category = "demo")]
+#[controller(reconciler = Generator, name = "configmap-generator", owns(ConfigMap))]
+#[controller(finalizer = "demo.kubeward.dev/cleanup", predicate = Predicate::generation_changed())]
+pub struct ConfigMapGeneratorSpec {
+    /// What the generated ConfigMap's `content` key holds.
+    pub content: String,
+}
+
+/// What the operator observed and did.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ConfigMapGeneratorStatus {
+    /// The generation the status describes.
+    pub observed_generation: Option<i64>,
+    /// `Ready` when the ConfigMap holds the spec's content.
+    pub conditions: Conditions,
+}
+// ANCHOR_END: crd
+
+/// The reconciler. It holds nothing: the client comes from the [`Context`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Generator;
+
+type Ctx = Context<ConfigMapGenerator>;
+
+// ANCHOR: reconciler
+impl Reconciler<ConfigMapGenerator> for Generator {
+    type Error = Error;
+
+    async fn reconcile(&self, cmg: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<Action, Error> {
+        if let Some(delay) = cmg.annotations().get(DELAY_ANNOTATION) {
+            tokio::time::sleep(kubeward::manager::parse_duration(delay).unwrap_or_default()).await;
+        }
+        let name = format!("{}-generated", cmg.name_any());
+        let mut cm: ConfigMap = named(&name);
+        cm.data = Some([("content".to_owned(), cmg.spec.content.clone())].into());
+        ctx.apply(&cmg, cm).await?;
+        // ANCHOR: event
+        let mut status = cmg.status.clone().unwrap_or_default();
+        let message = format!("ConfigMap {name} holds the content");
+        let ready = condition("Ready", true, "Generated", message);
+        status.conditions.set(ready);
+        if ctx.patch_status(&cmg, &status).await? {
+            let generation = cmg.metadata.generation.unwrap_or_default();
+            let note = format!("applied ConfigMap {name} for generation {generation}");
+            ctx.event(&cmg).normal("Generated", note);
+        }
+        // ANCHOR_END: event
+        Ok(Action::await_change())
+    }
+
+    // ANCHOR: cleanup_event
+    async fn cleanup(&self, cmg: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<(), Error> {
+        for deleted in ctx.prune::<ConfigMap>(&cmg, &[]).await? {
+            let note = format!("deleted ConfigMap {}", deleted.name());
+            ctx.event(&cmg).normal("Deleted", note);
+        }
+        Ok(())
+    }
+    // ANCHOR_END: cleanup_event
+}
+// ANCHOR_END: reconciler
