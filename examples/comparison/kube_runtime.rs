@@ -8,6 +8,7 @@
 // A kube-runtime author prints the CRD as any program would; kubeward's own lints forbid `print!`.
 #![allow(clippy::print_stdout)]
 
+// ANCHOR: operator
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -202,3 +203,4 @@ async fn main() -> anyhow::Result<()> {
         .await;
     Ok(())
 }
+// ANCHOR_END: operator

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
-use kubeward::testing::{Binaries, ControlPlane, TcpProxy, install_crd, wait_for};
+use kubeward::testing::{Binaries, ControlPlane, TcpProxy, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION,
@@ -65,7 +65,7 @@ fn kubeconfig_through(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("binary").await?;
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     let kubeconfig = kubeconfig_through(cp, &proxy, cp.dir())?;
@@ -482,7 +482,7 @@ fn send(operator: &Operator, signal: &str) -> anyhow::Result<()> {
 async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() -> anyhow::Result<()>
 {
     let cp = ControlPlane::shared().await?;
-    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("forced").await?;
     let dir = tempfile::tempdir()?;
     let log = dir.path().join("operator.log");
@@ -584,7 +584,7 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
 -> anyhow::Result<()> {
     const OUTAGE: Duration = Duration::from_secs(10);
     let cp = ControlPlane::shared().await?;
-    install_crd::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("outage").await?;
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     let dir = tempfile::tempdir()?;

@@ -26,6 +26,17 @@ pub async fn ensure_crd<K: kube::CustomResourceExt>(client: kube::Client) -> any
     Ok(kubeward::testing::install_crd::<K>(client).await?)
 }
 
+/// Installs the polished CRD of `K` (as the operator's `crd` subcommand prints it) and waits until
+/// it is served (see [`kubeward::testing::install_definition`]).
+///
+/// # Errors
+/// The API refused the CRD, or it was not established within 30 s.
+pub async fn ensure_definition<K: kubeward::crd::Definition>(
+    client: kube::Client,
+) -> anyhow::Result<()> {
+    Ok(kubeward::testing::install_definition::<K>(client).await?)
+}
+
 /// An Event about ConfigMap `subject` in `ns`: a cheap object to create and change in bulk.
 #[must_use]
 pub fn event_about_a_config_map(ns: &str, name: &str, message: &str) -> Event {

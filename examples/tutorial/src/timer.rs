@@ -5,10 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, ResourceExt as _};
-use kubeward::controller::{Action, Context, Reconciler};
-use serde_json::json;
+use kubeward::prelude::*;
 
 use crate::{Countdown, CountdownStatus, Phase};
 
@@ -18,13 +15,13 @@ use crate::{Countdown, CountdownStatus, Phase};
 pub struct Timer;
 
 impl Reconciler<Countdown> for Timer {
-    type Error = kube::Error;
+    type Error = kubeward::Error;
 
     async fn reconcile(
         &self,
         countdown: Arc<Countdown>,
         ctx: &Context<Countdown>,
-    ) -> Result<Action, kube::Error> {
+    ) -> Result<Action, kubeward::Error> {
         let now = Timestamp::now();
         // The status describes this spec only if it was written for this generation.
         let status = countdown
@@ -38,7 +35,8 @@ impl Reconciler<Countdown> for Timer {
             // A new countdown, or its spec changed: start counting.
             let seconds = countdown.spec.seconds;
             let deadline = now + SignedDuration::from_secs(i64::from(seconds));
-            write_status(ctx, &countdown, Phase::Counting, deadline).await?;
+            ctx.patch_status(&countdown, &status_of(Phase::Counting, deadline))
+                .await?;
             return Ok(Action::requeue(Duration::from_secs(u64::from(seconds))));
         };
         let left = now.duration_until(deadline);
@@ -46,7 +44,8 @@ impl Reconciler<Countdown> for Timer {
             // Nothing changes in the cluster when time passes: ask to be called again.
             return Ok(Action::requeue(left.unsigned_abs()));
         }
-        write_status(ctx, &countdown, Phase::Done, deadline).await?;
+        ctx.patch_status(&countdown, &status_of(Phase::Done, deadline))
+            .await?;
         // Inside the reconcile's span: the line carries the controller, namespace and name.
         tracing::info!(%deadline, "countdown done");
         Ok(Action::await_change())
@@ -55,25 +54,14 @@ impl Reconciler<Countdown> for Timer {
 // ANCHOR_END: reconciler
 
 // ANCHOR: status
-/// Writes the countdown's status through the `status` subresource.
-async fn write_status(
-    ctx: &Context<Countdown>,
-    countdown: &Countdown,
-    phase: Phase,
-    deadline: Timestamp,
-) -> Result<(), kube::Error> {
-    let status = CountdownStatus {
+/// The status for `phase` and `deadline`; `ctx.patch_status` fills in the generation it
+/// describes (the one of the countdown it writes) and writes only when it differs.
+fn status_of(phase: Phase, deadline: Timestamp) -> CountdownStatus {
+    CountdownStatus {
         phase,
         deadline: deadline.to_string(),
-        observed_generation: countdown.metadata.generation,
-    };
-    let namespace = countdown.namespace().unwrap_or_default();
-    let countdowns: Api<Countdown> = Api::namespaced(ctx.client(), &namespace);
-    let patch = Patch::Merge(json!({ "status": status }));
-    countdowns
-        .patch_status(&countdown.name_any(), &PatchParams::default(), &patch)
-        .await?;
-    Ok(())
+        observed_generation: None,
+    }
 }
 // ANCHOR_END: status
 // ANCHOR_END: file

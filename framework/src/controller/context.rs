@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kube::{Client, Resource};
 
 use super::Watchable;
+use super::own_writes::OwnWrites;
 use crate::cache::{ObjectKey, Store};
 use crate::events::{Recorder, Subject};
 use crate::informer::Factory;
@@ -23,6 +24,7 @@ struct Inner<K> {
     factory: Arc<Factory>,
     namespace: Option<String>,
     recorder: Recorder,
+    own_writes: Arc<OwnWrites>,
 }
 
 impl<K> Clone for Context<K> {
@@ -49,6 +51,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         factory: Arc<Factory>,
         namespace: Option<String>,
         metrics: &Metrics,
+        own_writes: Arc<OwnWrites>,
     ) -> Self {
         let recorder = Recorder::new(client.clone(), name.clone()).metrics(metrics);
         Self {
@@ -59,6 +62,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 factory,
                 namespace,
                 recorder,
+                own_writes,
             }),
         }
     }
@@ -100,6 +104,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// The manager's informer factory (for the reconcile kit's cache look-ups).
     pub(crate) fn factory(&self) -> &Factory {
         &self.inner.factory
+    }
+
+    /// The owned objects this controller's reconciles wrote (for the reconcile kit's applies).
+    pub(crate) fn own_writes(&self) -> &OwnWrites {
+        &self.inner.own_writes
     }
 
     /// The one namespace the manager watches, `None` for all.

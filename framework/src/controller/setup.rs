@@ -12,6 +12,7 @@ use crate::queue::{AddOptions, Priority};
 
 use super::failure::Echoes;
 use super::intake::Intake;
+use super::own_writes::OwnWrites;
 use super::running::{Queues, Running, Wiring};
 use super::worker::Shared;
 use super::{Context, Controller, Watchable};
@@ -82,10 +83,11 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
                 .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
         );
 
+        let own_writes = Arc::new(OwnWrites::new(intake.clone()));
         let mut wired: Vec<_> = self
             .triggers
             .into_iter()
-            .map(|t| t(factory, namespace, &intake))
+            .map(|t| t(factory, namespace, &intake, &own_writes))
             .collect();
         wired.push(super::trigger::Wired::new(&informer, registration));
 
@@ -98,6 +100,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             Arc::clone(factory),
             namespace.map(str::to_owned),
             metrics,
+            own_writes,
         );
         let shared = Arc::new(Shared {
             ctx,

@@ -6,6 +6,7 @@ use kube::api::ObjectMeta;
 
 use super::Watchable;
 use super::intake::Intake;
+use super::own_writes::{OwnWrites, Target};
 use crate::cache::ObjectKey;
 use crate::informer::{Factory, Registration, SharedInformer, handler_fns};
 
@@ -41,15 +42,17 @@ impl Drop for Wired {
     }
 }
 
-/// Wires a trigger to the shared informer of its kind, feeding keys into the controller's intake.
-pub(crate) type Trigger = Box<dyn FnOnce(&Factory, Option<&str>, &Intake) -> Wired + Send>;
+/// Wires a trigger to the shared informer of its kind, feeding keys into the controller's intake;
+/// states of objects the controller wrote itself ([`OwnWrites`]) trigger nothing.
+pub(crate) type Trigger =
+    Box<dyn FnOnce(&Factory, Option<&str>, &Intake, &Arc<OwnWrites>) -> Wired + Send>;
 
 /// Enqueues the controlling owner of kind `K` of every changed `C`.
 pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
-    Box::new(|factory, namespace, queue| {
+    Box::new(|factory, namespace, queue, own_writes| {
         let informer = C::informer(factory, namespace);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
-        wire(&informer, queue, move |c: &C| {
+        wire(&informer, queue, own_writes, move |c: &C| {
             owners(c.meta()).into_iter().collect()
         })
     })
@@ -59,31 +62,28 @@ pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
 pub(crate) fn watch_trigger<W: Watchable>(
     mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Trigger {
-    Box::new(move |factory, namespace, queue| {
+    Box::new(move |factory, namespace, queue, own_writes| {
         let informer = W::informer(factory, namespace);
-        wire(&informer, queue, mapper)
+        wire(&informer, queue, own_writes, mapper)
     })
 }
 
 fn wire<C: Watchable>(
     informer: &SharedInformer<C>,
     queue: &Intake,
+    own_writes: &Arc<OwnWrites>,
     keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Wired {
     let keys = Arc::new(keys);
     let (on_add, on_update, on_delete) = (Arc::clone(&keys), Arc::clone(&keys), keys);
-    let (q_add, q_update, q_delete) = (queue.clone(), queue.clone(), queue.clone());
+    let q_delete = queue.clone();
+    let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
     let registration = informer.add_handler(
         handler_fns()
-            .on_add(move |c: Arc<C>| {
-                for key in on_add(&c) {
-                    q_add.add(key);
-                }
-            })
+            .on_add(move |c: Arc<C>| added.trigger(target(c.as_ref()), c.meta(), on_add(&c)))
             .on_update(move |old: Arc<C>, new: Arc<C>| {
-                for key in on_update(&old).into_iter().chain(on_update(&new)) {
-                    q_update.add(key);
-                }
+                let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
+                updated.trigger(target(new.as_ref()), new.meta(), keys);
             })
             .on_delete(move |deleted| {
                 for key in on_delete(deleted.object()) {
@@ -92,6 +92,16 @@ fn wire<C: Watchable>(
             }),
     );
     Wired::new(informer, registration)
+}
+
+/// Which object `c` is, for [`OwnWrites`].
+pub(crate) fn target<C: Watchable>(c: &C) -> Target {
+    let meta = c.meta();
+    (
+        C::kind(&()).into_owned(),
+        meta.namespace.clone(),
+        meta.name.clone().unwrap_or_default(),
+    )
 }
 
 /// The key of the ownerReference with `controller: true` whose kind and group are `K`'s.

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::Error;
 use super::diff::{applied_fields_within, covers};
-use crate::controller::{Context, Watchable};
+use crate::controller::{Context, Watchable, target};
 
 impl<K: Resource<DynamicType = ()>> Context<K> {
     /// Server-side applies `child` as an object that `owner` controls, and returns it as the API
@@ -77,7 +77,10 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         let request = Request::new(C::url_path(&(), namespace.as_deref()))
             .patch(&name, &params, &Patch::Apply(&desired))
             .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
+        // Its watch event brings back what this reconcile already knows: no reason to run again.
+        let ticket = self.own_writes().begin(target(&child));
         let applied: C = self.client().request(request).await.map_err(fail)?;
+        ticket.finish(applied.meta());
         Ok(Arc::new(applied))
     }
 }

@@ -27,10 +27,9 @@ where
     /// (`obj.status.clone().unwrap_or_default()`) to keep what others wrote. A status edited by
     /// hand is put back, whatever its observedGeneration says.
     ///
-    /// The status describes the generation of `obj`, so that generation fills in what `status`
-    /// leaves open: a top-level `observedGeneration` field that is present but `null`, and the
-    /// `observedGeneration` of each condition in `conditions` that has none (set one yourself to
-    /// say otherwise).
+    /// The status describes the generation of `obj`: a top-level `observedGeneration` field (the
+    /// convention) is set to it, and so is the `observedGeneration` of each condition in
+    /// `conditions` that has none (set a condition's yourself to say otherwise).
     ///
     /// # Errors
     /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
@@ -75,15 +74,13 @@ where
     }
 }
 
-/// Sets a `null` top-level `observedGeneration` and each condition's missing one to `generation`.
+/// Sets the top-level `observedGeneration` (where the status has the field) and each condition's
+/// missing one to `generation`.
 fn fill_observed_generation(status: &mut serde_json::Value, generation: Option<i64>) {
     let (Some(generation), Some(status)) = (generation, status.as_object_mut()) else {
         return;
     };
-    if status
-        .get("observedGeneration")
-        .is_some_and(serde_json::Value::is_null)
-    {
+    if status.contains_key("observedGeneration") {
         status.insert("observedGeneration".into(), generation.into());
     }
     let conditions = status.get_mut("conditions").and_then(|c| c.as_array_mut());
@@ -107,9 +104,9 @@ mod tests {
     use super::fill_observed_generation;
 
     #[test]
-    fn the_objects_generation_fills_what_the_status_leaves_open_and_nothing_else() {
+    fn the_objects_generation_is_the_statuss_and_fills_the_conditions_that_have_none() {
         let mut status = json!({
-            "observedGeneration": null,
+            "observedGeneration": 2,
             "conditions": [
                 { "type": "Ready", "status": "True" },
                 { "type": "Synced", "status": "True", "observedGeneration": 2 },

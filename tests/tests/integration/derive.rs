@@ -14,7 +14,7 @@ use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use kubeward_tests::{ensure_crd, metric_sum, wait_for};
+use kubeward_tests::{ensure_definition, metric_sum, wait_for};
 use parking_lot::Mutex;
 
 /// The controller name declared in `#[controller(name = ...)]` of the example.
@@ -173,7 +173,7 @@ async fn run_as(
     prefix: &str,
     rules: Vec<PolicyRule>,
 ) -> anyhow::Result<(String, Manager)> {
-    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     bind_service_account(cp, &ns, "operator", rules).await?;
     // The apiserver's RBAC authorizer learns of new bindings from its own informers: wait until

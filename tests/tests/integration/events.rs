@@ -17,7 +17,7 @@ use kubeward::rbac::Rules;
 use kubeward::testing::{ControlPlane, events_about};
 use kubeward_examples::by_hand::{FINALIZER, controller_without_macro};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
-use kubeward_tests::{ensure_crd, metric_sum, wait_for};
+use kubeward_tests::{ensure_definition, metric_sum, wait_for};
 use prometheus::Registry;
 
 const CONTROLLER: &str = "events-test";
@@ -341,7 +341,7 @@ async fn allowed(client: Client, ns: &str, user: &str, verb: &str) -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("events").await?;
     let manager = Manager::new(
         cp.client(),
@@ -385,14 +385,17 @@ async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Resul
         },
     )
     .await?;
+    // Its ConfigMap's name (`<name>-generated`) is too long, so every reconcile failed and was
+    // reported in an Event about the generator: an Event whose name had to be shortened. (It
+    // never had a ConfigMap, so its cleanup reports no deletion.)
     wait_for(
         Duration::from_secs(30),
-        "the cleanup's Deleted Event",
+        "the ReconcileError Event about the generator",
         || async {
             let events = events_about(cp.client(), &generator).await.ok()?;
             events
                 .iter()
-                .any(|e| e.reason.as_deref() == Some("Deleted"))
+                .any(|e| e.reason.as_deref() == Some("ReconcileError"))
                 .then_some(())
         },
     )

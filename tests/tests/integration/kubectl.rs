@@ -1,5 +1,6 @@
 //! The real `kubectl` on a kind with `#[derive(Controller)]`: it explains the kind and its status,
-//! lists Ready and Reason columns, and finds the kind by its category.
+//! lists Ready and Reason columns, and finds the kind by its category; and on the example
+//! operator, `kubectl wait`, `get` and `describe` show why a failing object is not Ready.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,11 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource};
 use kubeward::Controller;
 use kubeward::controller::{Action, Context, Reconciler};
+use kubeward::manager::{Config, Manager};
 use kubeward::testing::{ControlPlane, install_definition};
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
+};
 use kubeward_tests::wait_for;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -171,5 +176,141 @@ async fn kubectl_explains_lists_and_finds_a_derived_kind_by_category() -> anyhow
         &["desk", "Shining"],
     )
     .await?;
+    Ok(())
+}
+
+/// A generator named so that its ConfigMap's name (`<name>-generated`) is longer than the 253
+/// characters Kubernetes allows: every apply is refused with 422 Invalid.
+fn doomed_name() -> String {
+    "doomed-".to_owned() + &"x".repeat(240)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_ready()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("kubectl-wait").await?;
+    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    manager.add(ConfigMapGenerator::controller(Generator));
+    let token = manager.shutdown_token();
+    let run = tokio::spawn(manager.run());
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let spec = |content: &str| ConfigMapGeneratorSpec {
+        content: content.into(),
+    };
+    let doomed = doomed_name();
+    generators
+        .create(
+            &PostParams::default(),
+            &ConfigMapGenerator::new("good", spec("fine")),
+        )
+        .await?;
+    generators
+        .create(
+            &PostParams::default(),
+            &ConfigMapGenerator::new(&doomed, spec("never")),
+        )
+        .await?;
+
+    let good = kubectl(
+        cp,
+        &[
+            "wait",
+            "--namespace",
+            &ns,
+            "--for=condition=Ready",
+            "cmg/good",
+            "--timeout=60s",
+        ],
+    )
+    .await?;
+    assert!(good.contains("condition met"), "{good}");
+    let failing = format!("cmg/{doomed}");
+    let not_ready = kubectl(
+        cp,
+        &[
+            "wait",
+            "--namespace",
+            &ns,
+            "--for=condition=Ready=False",
+            &failing,
+            "--timeout=60s",
+        ],
+    )
+    .await;
+    let not_ready = match not_ready {
+        Ok(printed) => printed,
+        Err(e) => {
+            let now = kubectl(cp, &["get", "--namespace", &ns, &failing, "-o", "yaml"]).await;
+            anyhow::bail!("{e:#}\nthe generator now:\n{now:?}");
+        }
+    };
+    assert!(not_ready.contains("condition met"), "{not_ready}");
+    // Waiting for Ready on the failing one times out; `get` and `describe` say why.
+    let waited = kubectl(
+        cp,
+        &[
+            "wait",
+            "--namespace",
+            &ns,
+            "--for=condition=Ready",
+            &failing,
+            "--timeout=2s",
+        ],
+    )
+    .await;
+    assert!(
+        waited.is_err(),
+        "the failing generator must not become Ready: {waited:?}"
+    );
+    let table = kubectl(cp, &["get", "cmg", "--namespace", &ns]).await?;
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&doomed))
+        .unwrap_or_default();
+    assert!(
+        row.split_whitespace()
+            .take(3)
+            .eq([doomed.as_str(), "False", "Invalid"]),
+        "READY False with the API's reason, Invalid:\n{table}"
+    );
+    let described = kubectl_until(
+        cp,
+        &["describe", "cmg", "--namespace", &ns, &doomed],
+        &["Warning", "ReconcileError", "Invalid"],
+    )
+    .await?;
+    assert!(
+        described.contains("must be no more than 253 characters"),
+        "{described}"
+    );
+
+    // It never had a ConfigMap: deleting it takes its finalizer off at once and claims no
+    // deletion of a ConfigMap in an Event.
+    generators.delete(&doomed, &Default::default()).await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the failing generator to be gone",
+        || async {
+            generators
+                .get_opt(&doomed)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await?;
+    let events = kubectl(cp, &["get", "events", "--namespace", &ns]).await?;
+    assert!(
+        !events
+            .lines()
+            .any(|l| l.contains("Deleted") && l.contains(&doomed[..40])),
+        "no ConfigMap was deleted for it:\n{events}"
+    );
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run).await???;
     Ok(())
 }

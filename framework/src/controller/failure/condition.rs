@@ -98,6 +98,11 @@ pub(super) fn applies<K: Resource<DynamicType = ()>>() -> bool {
 
 /// Sets `obj`'s Ready condition to False with `reason` and `message` by a merge patch of the
 /// status subresource, unless it already says exactly that. Failures are logged, never returned.
+///
+/// When `obj` changed since it was read (409), e.g. by the controller's own finalizer write
+/// before the reconcile, whose update a generation predicate filters out, the report is written
+/// once more on the object as the API server has it now: otherwise a terminal failure would
+/// never show.
 pub(super) async fn write<K: Watchable>(
     client: Client,
     echoes: &Echoes<K>,
@@ -105,16 +110,46 @@ pub(super) async fn write<K: Watchable>(
     reason: &str,
     message: &str,
 ) {
+    if write_on(client.clone(), echoes, obj, reason, message).await != Written::Conflict {
+        return;
+    }
+    match tokio::time::timeout(WRITE_TIMEOUT, read(client.clone(), obj)).await {
+        Ok(Ok(latest)) => {
+            if write_on(client, echoes, &latest, reason, message).await == Written::Conflict {
+                tracing::debug!("the object changed again; not setting Ready=False");
+            }
+        }
+        Ok(Err(error)) => tracing::debug!(%error, "could not read the object again"),
+        Err(_) => tracing::debug!("reading the object again timed out"),
+    }
+}
+
+/// How one status write ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// Written, or nothing to write, or a failure that was logged.
+    Done,
+    /// 409: the object changed since it was read.
+    Conflict,
+}
+
+async fn write_on<K: Watchable>(
+    client: Client,
+    echoes: &Echoes<K>,
+    obj: &K,
+    reason: &str,
+    message: &str,
+) -> Written {
     let object = match (echoes.to_json)(obj) {
         Ok(object) => object,
         Err(error) => {
             tracing::debug!(%error, "cannot read the object's status as JSON");
-            return;
+            return Written::Done;
         }
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let Some(conditions) = failed_conditions(&object, reason, message, now) else {
-        return;
+        return Written::Done;
     };
     let key = ObjectKey::of(obj);
     let from = version(obj);
@@ -133,24 +168,37 @@ pub(super) async fn write<K: Watchable>(
     );
     let outcome = tokio::time::timeout(WRITE_TIMEOUT, patch_status(client, obj, &patch)).await;
     match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(kube::Error::Api(status))) if matches!(status.code, 404 | 409) => {
-            // Changed or gone since it was read: it is reconciled again anyway.
+        Ok(Ok(())) => Written::Done,
+        Ok(Err(kube::Error::Api(status))) if status.code == 409 => {
             echoes.forget(&key);
-            tracing::debug!(
-                code = status.code,
-                "the object changed; not setting Ready=False"
-            );
+            Written::Conflict
+        }
+        Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
+            // Gone since it was read: nothing to report on.
+            echoes.forget(&key);
+            Written::Done
         }
         Ok(Err(error)) => {
             echoes.forget(&key);
             tracing::warn!(%error, "could not set Ready=False on the object's status");
+            Written::Done
         }
         Err(_) => {
             echoes.forget(&key);
             tracing::warn!(timeout = ?WRITE_TIMEOUT, "setting Ready=False on the object's status timed out");
+            Written::Done
         }
     }
+}
+
+/// `obj` as the API server has it now.
+async fn read<K: Watchable>(client: Client, obj: &K) -> Result<K, kube::Error> {
+    let meta = obj.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
+        .get(name, &kube::api::GetParams::default())
+        .map_err(kube::Error::BuildRequest)?;
+    client.request::<K>(request).await
 }
 
 async fn patch_status<K: Watchable>(

@@ -1,5 +1,6 @@
 //! The book stays in step with the code it documents.
 
+mod comparison;
 mod flags;
 mod includes;
 mod metrics;

@@ -15,13 +15,14 @@ use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
 use kubeward_examples::by_hand::{FINALIZER, controller_without_macro, generated_name};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
-use kubeward_tests::{ensure_crd, metric_sum, wait_for};
+use kubeward_tests::{ensure_definition, metric_sum, wait_for};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod external;
 mod failures;
+mod per_change;
 
 /// Starts `manager` in the background; returns its shutdown token and task.
 fn start(manager: Manager) -> (CancellationToken, JoinHandle<kubeward::manager::Result<()>>) {
@@ -219,7 +220,7 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
 async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps_on_the_control_plane()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("operator").await?;
     let started = tokio::time::Instant::now();
     operator_checks(cp.client(), &ns).await?;

@@ -20,7 +20,7 @@ use kubeward::testing::ControlPlane;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use kubeward_tests::{ensure_crd, wait_for};
+use kubeward_tests::{ensure_definition, wait_for};
 use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::Semaphore;
@@ -422,7 +422,7 @@ fn is_ready(generator: &ConfigMapGenerator) -> bool {
 async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_count()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_crd::<ConfigMapGenerator>(cp.client()).await?;
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("prometheus").await?;
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let addr = free_port()?;

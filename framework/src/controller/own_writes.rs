@@ -1,0 +1,279 @@
+//! Recognises the watch events of owned objects a controller wrote itself, so that they do not
+//! reconcile the owner again.
+//!
+//! A reconcile that applies an owned object already knows the state it wrote: the watch event
+//! that brings exactly that state back (same uid, same resourceVersion) is no reason to reconcile
+//! the owner a second time. The event can arrive before the write's response does, so while a
+//! write of an object is in flight, its events are held; when the response comes, the one that
+//! carries the written state is dropped and the others trigger as usual. Any change by anyone
+//! else has another resourceVersion and triggers; a write that fails or is cancelled releases
+//! what was held; a forgotten write only costs one extra reconcile.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use kube::api::ObjectMeta;
+use parking_lot::Mutex;
+
+use super::intake::Intake;
+use crate::cache::ObjectKey;
+
+/// How many written states are remembered; the oldest are forgotten first.
+const CAPACITY: usize = 4096;
+
+/// Which object a write is for: its kind, namespace and name.
+pub(crate) type Target = (String, Option<String>, String);
+
+/// The owned objects a controller's reconciles are writing or wrote, not yet seen back.
+#[derive(Default)]
+pub(crate) struct OwnWrites {
+    intake: Intake,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for OwnWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnWrites").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// (uid, resourceVersion) of written states whose events have not come yet.
+    written: HashSet<(String, String)>,
+    order: VecDeque<(String, String)>,
+    /// Writes in flight, with the events of their object that came meanwhile.
+    in_flight: HashMap<Target, InFlight>,
+}
+
+#[derive(Default)]
+struct InFlight {
+    writes: usize,
+    /// What the finished writes of this flight wrote.
+    ours: HashSet<(String, String)>,
+    /// Events held: their (uid, resourceVersion) and the keys they would trigger.
+    held: Vec<((String, String), Vec<ObjectKey>)>,
+}
+
+/// A write in flight; dropping it unfinished (an error, a cancelled reconcile) releases the
+/// events held for it.
+pub(crate) struct Ticket<'a> {
+    writes: &'a OwnWrites,
+    target: Option<Target>,
+}
+
+impl OwnWrites {
+    /// Own writes of a controller whose owners' keys go into `intake`.
+    pub(crate) fn new(intake: Intake) -> Self {
+        Self {
+            intake,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// Starts a write of `target`: its events are held until the ticket is finished or dropped.
+    pub(crate) fn begin(&self, target: Target) -> Ticket<'_> {
+        self.inner
+            .lock()
+            .in_flight
+            .entry(target.clone())
+            .or_default()
+            .writes += 1;
+        Ticket {
+            writes: self,
+            target: Some(target),
+        }
+    }
+
+    /// Handles an event of `target` in state `meta` that would trigger `keys`: dropped when it
+    /// brings back a state the controller wrote, held while a write of `target` is in flight,
+    /// queued otherwise.
+    pub(crate) fn trigger(&self, target: Target, meta: &ObjectMeta, keys: Vec<ObjectKey>) {
+        let state = state(meta);
+        let mut inner = self.inner.lock();
+        if let Some(state) = &state
+            && inner.written.remove(state)
+        {
+            inner.order.retain(|s| s != state);
+            return;
+        }
+        if let Some(flight) = inner.in_flight.get_mut(&target) {
+            if let Some(state) = state {
+                if !flight.ours.contains(&state) {
+                    flight.held.push((state, keys));
+                }
+                return;
+            }
+        }
+        drop(inner);
+        for key in keys {
+            self.intake.add(key);
+        }
+    }
+
+    fn finish(&self, target: &Target, wrote: Option<&ObjectMeta>) {
+        let mut inner = self.inner.lock();
+        let Some(flight) = inner.in_flight.get_mut(target) else {
+            return;
+        };
+        flight.writes -= 1;
+        let written = wrote.and_then(state);
+        let mut seen = false;
+        if let Some(written) = &written {
+            flight.ours.insert(written.clone());
+            let before = flight.held.len();
+            flight.held.retain(|(state, _)| state != written);
+            seen = flight.held.len() < before;
+        }
+        if flight.writes > 0 {
+            return;
+        }
+        let Some(flight) = inner.in_flight.remove(target) else {
+            return;
+        };
+        if let Some(written) = written.filter(|_| !seen) {
+            remember(&mut inner, written);
+        }
+        drop(inner);
+        for (_, keys) in flight.held {
+            for key in keys {
+                self.intake.add(key);
+            }
+        }
+    }
+}
+
+impl Ticket<'_> {
+    /// The write succeeded and the object is now in the state `meta` describes.
+    pub(crate) fn finish(mut self, meta: &ObjectMeta) {
+        if let Some(target) = self.target.take() {
+            self.writes.finish(&target, Some(meta));
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if let Some(target) = self.target.take() {
+            self.writes.finish(&target, None);
+        }
+    }
+}
+
+fn state(meta: &ObjectMeta) -> Option<(String, String)> {
+    Some((meta.uid.clone()?, meta.resource_version.clone()?))
+}
+
+fn remember(inner: &mut Inner, state: (String, String)) {
+    if inner.written.insert(state.clone()) {
+        inner.order.push_back(state);
+    }
+    while inner.order.len() > CAPACITY {
+        if let Some(oldest) = inner.order.pop_front() {
+            inner.written.remove(&oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::intake::Opened;
+    use crate::queue::WorkQueue;
+
+    fn meta(uid: &str, version: &str) -> ObjectMeta {
+        ObjectMeta {
+            uid: Some(uid.into()),
+            resource_version: Some(version.into()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn target() -> Target {
+        ("ConfigMap".into(), Some("ns".into()), "child".into())
+    }
+
+    fn owner() -> Vec<ObjectKey> {
+        vec![ObjectKey::new(Some("ns"), "owner")]
+    }
+
+    /// Own writes feeding a queue, the queue, and the open term that keeps it fed.
+    fn setup() -> (OwnWrites, WorkQueue<ObjectKey>, Opened) {
+        let intake = Intake::default();
+        let queue = WorkQueue::builder().build();
+        let opened = intake.open(queue.clone());
+        (OwnWrites::new(intake), queue, opened)
+    }
+
+    #[test]
+    fn the_event_of_a_written_state_is_dropped_whether_it_comes_before_or_after_the_response() {
+        let (writes, queue, _term) = setup();
+        // The response first, then the event.
+        writes.begin(target()).finish(&meta("a", "7"));
+        writes.trigger(target(), &meta("a", "7"), owner());
+        // The event first, while the write is in flight, then the response.
+        let ticket = writes.begin(target());
+        writes.trigger(target(), &meta("a", "8"), owner());
+        ticket.finish(&meta("a", "8"));
+        assert_eq!(
+            queue.len(),
+            0,
+            "both events were the controller's own writes"
+        );
+    }
+
+    #[test]
+    fn changes_by_others_trigger_even_when_held_during_a_write() {
+        let (writes, queue, _term) = setup();
+        writes.begin(target()).finish(&meta("a", "7"));
+        writes.trigger(target(), &meta("a", "8"), owner());
+        assert_eq!(queue.len(), 1, "a later state is someone else's");
+        let ticket = writes.begin(target());
+        writes.trigger(
+            target(),
+            &meta("a", "9"),
+            vec![ObjectKey::new(Some("ns"), "nine")],
+        );
+        writes.trigger(
+            target(),
+            &meta("a", "10"),
+            vec![ObjectKey::new(Some("ns"), "ten")],
+        );
+        assert_eq!(queue.len(), 1, "held while the write is in flight");
+        ticket.finish(&meta("a", "10"));
+        assert_eq!(
+            queue.len(),
+            2,
+            "the held change by another (9) is queued, the written state (10) is not"
+        );
+    }
+
+    #[test]
+    fn a_write_that_fails_or_is_cancelled_releases_what_it_held() {
+        let (writes, queue, _term) = setup();
+        let ticket = writes.begin(target());
+        writes.trigger(target(), &meta("a", "3"), owner());
+        assert_eq!(queue.len(), 0, "held while the write is in flight");
+        drop(ticket);
+        assert_eq!(
+            queue.len(),
+            1,
+            "released when the write ends without a state"
+        );
+    }
+
+    #[test]
+    fn the_oldest_written_states_are_forgotten_beyond_the_capacity() {
+        let (writes, queue, _term) = setup();
+        for i in 0..=CAPACITY {
+            writes.begin(target()).finish(&meta("a", &i.to_string()));
+        }
+        writes.trigger(target(), &meta("a", "0"), owner());
+        assert_eq!(
+            queue.len(),
+            1,
+            "the oldest is forgotten, so its event triggers"
+        );
+        writes.trigger(target(), &meta("a", &CAPACITY.to_string()), owner());
+        assert_eq!(queue.len(), 1, "the newest is still known");
+    }
+}

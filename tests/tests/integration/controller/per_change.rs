@@ -1,0 +1,130 @@
+//! One reconcile per change: the example operator's own writes (finalizer, status, owned
+//! ConfigMap) do not reconcile its generators a second time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt as _};
+use kubeward::controller::{Action, Context, Controller, Predicate, Reconciler};
+use kubeward::manager::{Config, Manager};
+use kubeward::testing::ControlPlane;
+use kubeward_examples::by_hand::{FINALIZER, generated_name};
+use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
+use kubeward_tests::{ensure_definition, wait_for};
+use parking_lot::Mutex;
+
+use super::{generator, start, stop};
+
+/// The example's reconciler, counting its reconciles per generator.
+#[derive(Clone, Default)]
+struct Counted(Arc<Mutex<HashMap<String, usize>>>);
+
+impl Counted {
+    fn of(&self, name: &str) -> usize {
+        self.0.lock().get(name).copied().unwrap_or(0)
+    }
+}
+
+impl Reconciler<ConfigMapGenerator> for Counted {
+    type Error = kubeward::Error;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<ConfigMapGenerator>,
+        ctx: &Context<ConfigMapGenerator>,
+    ) -> Result<Action, kubeward::Error> {
+        *self.0.lock().entry(obj.name_any()).or_default() += 1;
+        Generator.reconcile(obj, ctx).await
+    }
+
+    async fn cleanup(
+        &self,
+        obj: Arc<ConfigMapGenerator>,
+        ctx: &Context<ConfigMapGenerator>,
+    ) -> Result<(), kubeward::Error> {
+        Generator.cleanup(obj, ctx).await
+    }
+}
+
+/// Waits until `name` is Ready for its generation `generation`.
+async fn ready_at(
+    generators: &Api<ConfigMapGenerator>,
+    name: &str,
+    generation: i64,
+) -> anyhow::Result<()> {
+    let what = format!("{name} Ready for generation {generation}");
+    wait_for(Duration::from_secs(30), &what, || async {
+        let g = generators.get(name).await.ok()?;
+        let status = g.status?;
+        (status.observed_generation == Some(generation) && status.conditions.is_true("Ready"))
+            .then_some(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_and_an_updated_generator_are_reconciled_once_each() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("per-change").await?;
+    let counted = Counted::default();
+    // The example's controller, as its derive builds it, with a counting reconciler; one
+    // worker, so keys are reconciled in the order they were queued.
+    let controller = Controller::new(counted.clone())
+        .name("configmap-generator")
+        .owns::<ConfigMap>()
+        .finalizer(FINALIZER)
+        .predicate(Predicate::generation_changed());
+    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    manager.add(controller);
+    let (token, run) = start(manager);
+
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    let created = generators
+        .create(&PostParams::default(), &generator("subject", "v1"))
+        .await?;
+    ready_at(&generators, "subject", 1).await?;
+    let change = serde_json::json!({ "spec": { "content": "v2" } });
+    generators
+        .patch("subject", &PatchParams::default(), &Patch::Merge(&change))
+        .await?;
+    ready_at(&generators, "subject", 2).await?;
+
+    // A marker whose ConfigMap is edited by hand after all of the above: the ConfigMaps' watch
+    // delivers that edit after the subject's own ConfigMap writes, and the generators' watch
+    // delivered the subject's finalizer and status writes before the marker's creation. With
+    // one worker, anything those writes queued for the subject runs before the marker's repair.
+    generators
+        .create(&PostParams::default(), &generator("marker", "m"))
+        .await?;
+    ready_at(&generators, "marker", 1).await?;
+    let edit = serde_json::json!({ "data": { "content": "edited by hand" } });
+    let marker_cm = "marker-generated";
+    configmaps
+        .patch(marker_cm, &PatchParams::default(), &Patch::Merge(&edit))
+        .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the marker's ConfigMap repaired (its second reconcile)",
+        || async { (counted.of("marker") >= 2).then_some(()) },
+    )
+    .await?;
+    assert_eq!(
+        counted.of("marker"),
+        2,
+        "one reconcile for the marker's creation and one for the edit of its ConfigMap"
+    );
+
+    assert_eq!(
+        counted.of("subject"),
+        2,
+        "one reconcile for the creation and one for the spec update of {}; the finalizer, status \
+         and ConfigMap writes of those reconciles must not reconcile it again",
+        generated_name(&created)
+    );
+    stop(token, run).await
+}
