@@ -87,7 +87,7 @@ impl OwnWrites {
     /// Handles an event of `target` in state `meta` that would trigger `keys`: dropped when it
     /// brings back a state the controller wrote, held while a write of `target` is in flight,
     /// queued otherwise.
-    pub(crate) fn trigger(&self, target: Target, meta: &ObjectMeta, keys: Vec<ObjectKey>) {
+    pub(crate) fn trigger(&self, target: &Target, meta: &ObjectMeta, keys: Vec<ObjectKey>) {
         let state = state(meta);
         let mut inner = self.inner.lock();
         if let Some(state) = &state
@@ -96,13 +96,13 @@ impl OwnWrites {
             inner.order.retain(|s| s != state);
             return;
         }
-        if let Some(flight) = inner.in_flight.get_mut(&target) {
-            if let Some(state) = state {
-                if !flight.ours.contains(&state) {
-                    flight.held.push((state, keys));
-                }
-                return;
+        if let Some(flight) = inner.in_flight.get_mut(target)
+            && let Some(state) = state
+        {
+            if !flight.ours.contains(&state) {
+                flight.held.push((state, keys));
             }
+            return;
         }
         drop(inner);
         for key in keys {
@@ -209,10 +209,10 @@ mod tests {
         let (writes, queue, _term) = setup();
         // The response first, then the event.
         writes.begin(target()).finish(&meta("a", "7"));
-        writes.trigger(target(), &meta("a", "7"), owner());
+        writes.trigger(&target(), &meta("a", "7"), owner());
         // The event first, while the write is in flight, then the response.
         let ticket = writes.begin(target());
-        writes.trigger(target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner());
         ticket.finish(&meta("a", "8"));
         assert_eq!(
             queue.len(),
@@ -225,16 +225,16 @@ mod tests {
     fn changes_by_others_trigger_even_when_held_during_a_write() {
         let (writes, queue, _term) = setup();
         writes.begin(target()).finish(&meta("a", "7"));
-        writes.trigger(target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner());
         assert_eq!(queue.len(), 1, "a later state is someone else's");
         let ticket = writes.begin(target());
         writes.trigger(
-            target(),
+            &target(),
             &meta("a", "9"),
             vec![ObjectKey::new(Some("ns"), "nine")],
         );
         writes.trigger(
-            target(),
+            &target(),
             &meta("a", "10"),
             vec![ObjectKey::new(Some("ns"), "ten")],
         );
@@ -251,7 +251,7 @@ mod tests {
     fn a_write_that_fails_or_is_cancelled_releases_what_it_held() {
         let (writes, queue, _term) = setup();
         let ticket = writes.begin(target());
-        writes.trigger(target(), &meta("a", "3"), owner());
+        writes.trigger(&target(), &meta("a", "3"), owner());
         assert_eq!(queue.len(), 0, "held while the write is in flight");
         drop(ticket);
         assert_eq!(
@@ -267,13 +267,13 @@ mod tests {
         for i in 0..=CAPACITY {
             writes.begin(target()).finish(&meta("a", &i.to_string()));
         }
-        writes.trigger(target(), &meta("a", "0"), owner());
+        writes.trigger(&target(), &meta("a", "0"), owner());
         assert_eq!(
             queue.len(),
             1,
             "the oldest is forgotten, so its event triggers"
         );
-        writes.trigger(target(), &meta("a", &CAPACITY.to_string()), owner());
+        writes.trigger(&target(), &meta("a", &CAPACITY.to_string()), owner());
         assert_eq!(queue.len(), 1, "the newest is still known");
     }
 }

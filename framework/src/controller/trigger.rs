@@ -80,10 +80,10 @@ fn wire<C: Watchable>(
     let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
     let registration = informer.add_handler(
         handler_fns()
-            .on_add(move |c: Arc<C>| added.trigger(target(c.as_ref()), c.meta(), on_add(&c)))
+            .on_add(move |c: Arc<C>| added.trigger(&target(c.as_ref()), c.meta(), on_add(&c)))
             .on_update(move |old: Arc<C>, new: Arc<C>| {
                 let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
-                updated.trigger(target(new.as_ref()), new.meta(), keys);
+                updated.trigger(&target(new.as_ref()), new.meta(), keys);
             })
             .on_delete(move |deleted| {
                 for key in on_delete(deleted.object()) {

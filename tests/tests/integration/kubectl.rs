@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource};
 use kubeward::Controller;
 use kubeward::controller::{Action, Context, Reconciler};
@@ -214,30 +214,20 @@ async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_r
         )
         .await?;
 
-    let good = kubectl(
-        cp,
-        &[
-            "wait",
-            "--namespace",
-            &ns,
-            "--for=condition=Ready",
-            "cmg/good",
-            "--timeout=60s",
-        ],
-    )
-    .await?;
+    let wait = |condition: &'static str, object: String, timeout: &'static str| {
+        let ns = ns.clone();
+        async move {
+            let args = ["wait", "--namespace", &ns, condition, &object, timeout];
+            kubectl(cp, &args).await
+        }
+    };
+    let good = wait("--for=condition=Ready", "cmg/good".into(), "--timeout=60s").await?;
     assert!(good.contains("condition met"), "{good}");
     let failing = format!("cmg/{doomed}");
-    let not_ready = kubectl(
-        cp,
-        &[
-            "wait",
-            "--namespace",
-            &ns,
-            "--for=condition=Ready=False",
-            &failing,
-            "--timeout=60s",
-        ],
+    let not_ready = wait(
+        "--for=condition=Ready=False",
+        failing.clone(),
+        "--timeout=60s",
     )
     .await;
     let not_ready = match not_ready {
@@ -249,18 +239,7 @@ async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_r
     };
     assert!(not_ready.contains("condition met"), "{not_ready}");
     // Waiting for Ready on the failing one times out; `get` and `describe` say why.
-    let waited = kubectl(
-        cp,
-        &[
-            "wait",
-            "--namespace",
-            &ns,
-            "--for=condition=Ready",
-            &failing,
-            "--timeout=2s",
-        ],
-    )
-    .await;
+    let waited = wait("--for=condition=Ready", failing.clone(), "--timeout=2s").await;
     assert!(
         waited.is_err(),
         "the failing generator must not become Ready: {waited:?}"
@@ -289,7 +268,7 @@ async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_r
 
     // It never had a ConfigMap: deleting it takes its finalizer off at once and claims no
     // deletion of a ConfigMap in an Event.
-    generators.delete(&doomed, &Default::default()).await?;
+    generators.delete(&doomed, &DeleteParams::default()).await?;
     wait_for(
         Duration::from_secs(30),
         "the failing generator to be gone",

@@ -21,15 +21,15 @@ fn the_comparison_table_is_what_scripts_loc_counts() {
         "a header, a rule and three operators:\n{table}"
     );
     let text = page("from-kube-rs-and-controller-runtime.md");
-    let stale: Vec<&&str> = rows.iter().filter(|row| !text.contains(**row)).collect();
+    let stale: Vec<&str> = rows
+        .iter()
+        .copied()
+        .filter(|row| !text.contains(row))
+        .collect();
     assert!(
         stale.is_empty(),
         "the book's table differs from `bash scripts/loc comparison`; rows it lacks:\n{}",
-        stale
-            .iter()
-            .map(|r| r.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
+        stale.join("\n")
     );
 }
 
