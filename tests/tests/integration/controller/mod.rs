@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod external;
+mod failure_loop;
 mod failures;
 mod per_change;
 
