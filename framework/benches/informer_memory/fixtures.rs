@@ -1,7 +1,5 @@
 //! The objects the benchmark caches, and list pages of them as the API server sends them.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 /// Objects per store, and per list page.
@@ -22,17 +20,10 @@ pub(crate) struct Fixture {
 }
 
 impl Fixture {
-    /// The realistic Pod from the shared fixtures (several containers, status, managedFields).
+    /// The realistic Pod the benchmarks share (several containers, status, managedFields),
+    /// kept beside this file so that the benchmark runs from a clean clone.
     pub(crate) fn pod() -> anyhow::Result<Self> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/fixtures/realistic-pod.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            anyhow::anyhow!(
-                "reading {}: {e} (the shared fixtures sit beside the repository)",
-                path.display()
-            )
-        })?;
-        Self::new("Pods", "PodList", &text)
+        Self::new("Pods", "PodList", include_str!("realistic-pod.json"))
     }
 
     /// The realistic ConfigMap above.
