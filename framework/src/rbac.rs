@@ -167,7 +167,7 @@ pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, ser
 }
 
 /// `text` as YAML comment lines.
-fn comment(text: &str) -> String {
+pub(crate) fn comment(text: &str) -> String {
     text.lines()
         .map(|l| {
             if l.is_empty() {
