@@ -84,7 +84,7 @@ async fn a_failure_loop_writes_one_event_whose_count_rises() -> anyhow::Result<(
         Duration::from_secs(30),
         "a ReconcileError Event counting repeats",
         || async {
-            reconcile_errors(&cp, &cm)
+            reconcile_errors(cp, &cm)
                 .await
                 .filter(|(_, count)| *count > 1)
         },
@@ -94,7 +94,7 @@ async fn a_failure_loop_writes_one_event_whose_count_rises() -> anyhow::Result<(
         Duration::from_secs(30),
         "the ReconcileError Event's count to rise",
         || async {
-            reconcile_errors(&cp, &cm)
+            reconcile_errors(cp, &cm)
                 .await
                 .filter(|(_, count)| *count > first)
         },
