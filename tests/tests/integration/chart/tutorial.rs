@@ -35,6 +35,11 @@ fn copy_chart(from: &Path, to: &Path) -> std::io::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chart_with_the_tutorial_operators_files_installs_and_grants_it_enough_to_work()
 -> anyhow::Result<()> {
+    if kubeward::testing::skip_on_existing_cluster(
+        "Helm must own the Countdown CRD, which the tutorial's own tests install on a shared cluster",
+    ) {
+        return Ok(());
+    }
     let cp = ControlPlane::shared().await?;
     // The release is named like its namespace, which contains "countdown": with
     // nameOverride=countdown every resource is then named after the release.
