@@ -54,7 +54,7 @@ pub mod metrics;
 pub mod queue;
 pub mod rbac;
 pub mod reconcile;
-mod room;
+mod spare_capacity;
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kube::Resource;
 
 use crate::cache::{Change, Deleted, ObjectKey};
-use crate::room;
+use crate::spare_capacity;
 
 /// What a handler has yet to be told about one object.
 #[derive(Debug)]
@@ -79,9 +79,11 @@ impl<K: Resource> Buffer<K> {
             }
         }
         // Drained: free the room a burst (an initial list of 10,000, say) left behind.
-        if room::oversized(self.pending.capacity()) || room::oversized(self.order.capacity()) {
-            self.pending.shrink_to(room::KEPT);
-            self.order.shrink_to(room::KEPT);
+        if spare_capacity::oversized(self.pending.capacity())
+            || spare_capacity::oversized(self.order.capacity())
+        {
+            self.pending.shrink_to(spare_capacity::KEPT);
+            self.order.shrink_to(spare_capacity::KEPT);
         }
         None
     }
@@ -220,10 +222,10 @@ mod tests {
             popped += 1;
         }
         assert_eq!(popped, 10_000);
-        // Both are empty: `shrink_to(room::KEPT)` leaves about that much room.
+        // Both are empty: `shrink_to(spare_capacity::KEPT)` leaves about that much capacity.
         assert!(
-            buffer.pending.capacity() <= 2 * room::KEPT
-                && buffer.order.capacity() <= 2 * room::KEPT
+            buffer.pending.capacity() <= 2 * spare_capacity::KEPT
+                && buffer.order.capacity() <= 2 * spare_capacity::KEPT
         );
         buffer.push(Change::Added(cm("again", 2)));
         assert!(matches!(buffer.pop(), Some(Pending::Added(obj)) if rv(&obj) == "2"));

@@ -20,7 +20,7 @@ use super::delay::DelayHeap;
 use super::hooks::QueueHooks;
 use super::priority::{Priority, ReadyQueue};
 use super::rate_limiter::RateLimiter;
-use crate::room;
+use crate::spare_capacity;
 
 /// The longest delay the queue keeps; longer ones are cut to this (about 30 years).
 const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
@@ -458,10 +458,10 @@ impl<T: Hash + Eq + Clone> Core<T> {
     /// Gives back the memory a drained burst left behind: a queue that held 10,000 keys once
     /// would otherwise keep room for them.
     fn release_spare(&mut self) {
-        if room::oversized(self.entries.capacity()) {
+        if spare_capacity::oversized(self.entries.capacity()) {
             let hasher = self.hasher.clone();
             self.entries
-                .shrink_to(room::KEPT, |(k, _)| hasher.hash_one(k));
+                .shrink_to(spare_capacity::KEPT, |(k, _)| hasher.hash_one(k));
         }
         self.ready.release_spare();
     }

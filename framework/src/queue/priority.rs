@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::room;
+use crate::spare_capacity;
 
 /// How urgent a key is: higher values are handed out first.
 ///
@@ -105,12 +105,12 @@ impl<T> ReadyQueue<T> {
     }
 
     /// Drops the stale slots of levels with no valid key left whose room a burst grew, and
-    /// shrinks them (see [`room`]).
+    /// shrinks them (see [`spare_capacity`]).
     pub(super) fn release_spare(&mut self) {
         for level in &mut self.levels {
-            if level.depth == 0 && room::oversized(level.slots.capacity()) {
+            if level.depth == 0 && spare_capacity::oversized(level.slots.capacity()) {
                 level.slots.clear();
-                level.slots.shrink_to(room::KEPT);
+                level.slots.shrink_to(spare_capacity::KEPT);
             }
         }
     }

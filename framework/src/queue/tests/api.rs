@@ -380,7 +380,7 @@ fn a_drained_burst_gives_its_room_back_and_the_queue_still_works() {
         q.done(&key);
     }
     assert!(
-        q.key_capacity() <= 2 * crate::room::KEPT,
+        q.key_capacity() <= 2 * crate::spare_capacity::KEPT,
         "{} slots kept after draining",
         q.key_capacity()
     );

@@ -1,6 +1,6 @@
-//! Room a drained collection keeps: what a burst grew is given back, a working size is not.
+//! How much spare capacity a drained collection keeps: what a burst grew is given back, a working size is not.
 
-/// Room a drained collection keeps when it shrinks.
+/// The capacity a drained collection keeps when it shrinks.
 pub(crate) const KEPT: usize = 1024;
 
 /// Whether a drained collection of this capacity should shrink to [`KEPT`]: only past four times
