@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use kube::{Client, Resource};
 
-use super::Watchable;
 use super::own_writes::OwnWrites;
 use crate::cache::{ObjectKey, Store};
 use crate::events::{Recorder, Subject};
-use crate::informer::Factory;
+use crate::informer::{self, Factory, Watchable};
 use crate::metrics::Metrics;
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
@@ -91,14 +90,23 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         self.inner.store.get(key)
     }
 
-    /// The cache of another kind, e.g. one the controller owns or watches; it shares the informer
-    /// those use. For a kind nothing watched yet, the informer is started now.
-    #[must_use]
-    pub fn lister<C: Watchable>(&self) -> Store<C> {
-        let informer = C::informer(&self.inner.factory, self.inner.namespace.as_deref());
-        // Starting twice is refused and harmless: the informer is already running.
-        let _ = informer.start();
-        informer.store()
+    /// The cache of another kind, e.g. one the controller owns or watches, once it has synced:
+    /// a reconcile never sees a cache that is still filling as if the cluster were empty. It
+    /// shares the informer those use; for a kind nothing watched yet, an informer is started
+    /// now and this waits for its first list (as controller-runtime's cache reads block until
+    /// the cache has synced).
+    ///
+    /// # Errors
+    /// [`informer::Error::ShutDown`] when the informer is shut down before it synced (the
+    /// manager is stopping).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future stops only the wait; the informer keeps running.
+    pub async fn lister<C: Watchable>(&self) -> Result<Store<C>, informer::Error> {
+        let informer = self.inner.factory.watched::<C>(self.namespace());
+        informer.start()?;
+        informer.wait_for_sync().await?;
+        Ok(informer.store())
     }
 
     /// The manager's informer factory (for the reconcile kit's cache look-ups).
@@ -127,5 +135,59 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// [`Recorder`] for aggregation, rate limits and failures.
     pub fn event(&self, obj: &K) -> Subject<'_> {
         self.inner.recorder.about(obj.object_ref(&()))
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::api::ObjectMeta;
+
+    use super::super::intake::Intake;
+    use super::*;
+    use crate::testing::FakeApiServer;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lister_hands_out_a_cache_of_a_new_kind_only_once_it_holds_the_first_list()
+    -> anyhow::Result<()> {
+        let fake = FakeApiServer::new();
+        fake.register::<ConfigMap>();
+        fake.register::<Secret>();
+        for name in ["a", "b", "c"] {
+            fake.seed(&Secret {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("demo".into()),
+                    ..ObjectMeta::default()
+                },
+                ..Secret::default()
+            })?;
+        }
+        let client = fake.client();
+        let factory = Arc::new(Factory::new(client.clone()));
+        let store = factory.watched::<ConfigMap>(Some("demo")).store();
+        let metrics = Metrics::new(&prometheus::Registry::new())?;
+        let ctx = Context::<ConfigMap>::new(
+            "lister".into(),
+            client,
+            store,
+            Arc::clone(&factory),
+            Some("demo".into()),
+            &metrics,
+            Arc::new(OwnWrites::new(Intake::default())),
+        );
+        // Nothing watched Secrets before: the informer starts now, and on this one-thread
+        // runtime it cannot have listed before the lister waits for it.
+        let secrets =
+            tokio::time::timeout(Duration::from_secs(30), ctx.lister::<Secret>()).await??;
+        assert_eq!(
+            secrets.len(),
+            3,
+            "the lister handed out a cache that had not synced"
+        );
+        factory.shutdown().await;
+        Ok(())
     }
 }

@@ -23,17 +23,16 @@ mod predicate;
 mod reconcile_id;
 mod reconciler;
 mod running;
-mod scope;
 mod setup;
 mod source;
 mod trigger;
 mod worker;
 
+pub(crate) use crate::informer::Watchable;
 pub use action::{Action, ErrorAction};
 pub use builder::{Controller, DEFAULT_CONCURRENCY};
 pub use context::Context;
 pub use error::Error;
 pub use predicate::Predicate;
 pub use reconciler::Reconciler;
-pub use scope::{WatchScope, Watchable};
 pub(crate) use trigger::target;

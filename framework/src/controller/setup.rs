@@ -42,7 +42,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         let intake = Intake::default();
         let queues = Queues::new(metrics.workqueue(&name), self.rate_limiter);
 
-        let informer = K::informer(factory, namespace);
+        let informer = factory.watched::<K>(namespace);
         let predicate = self.predicate;
         let echoes = Arc::new(Echoes::new(self.to_json));
         let own_writes = Arc::clone(&echoes);

@@ -50,7 +50,7 @@ pub(crate) type Trigger =
 /// Enqueues the controlling owner of kind `K` of every changed `C`.
 pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
     Box::new(|factory, namespace, queue, own_writes| {
-        let informer = C::informer(factory, namespace);
+        let informer = factory.watched::<C>(namespace);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
         wire(&informer, queue, own_writes, move |c: &C| {
             owners(c.meta()).into_iter().collect()
@@ -63,7 +63,7 @@ pub(crate) fn watch_trigger<W: Watchable>(
     mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Trigger {
     Box::new(move |factory, namespace, queue, own_writes| {
-        let informer = W::informer(factory, namespace);
+        let informer = factory.watched::<W>(namespace);
         wire(&informer, queue, own_writes, mapper)
     })
 }

@@ -5,12 +5,19 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 
+use super::connectivity::Connectivity;
+
 /// How an informer lists and watches, and what it caches.
 ///
 /// The defaults list in pages of 500, watch with bookmarks for at most 290 s per request (the
 /// server closes the watch then), restart a watch that sends nothing for 320 s, strip
 /// `managedFields`, keep cached objects decoded (see [`Config::compact`]), never resync, and
 /// retry failures after 0.8 s growing to 30 s, with jitter.
+///
+/// Informers of `PartialObjectMeta<K>` ask the server for metadata only; nothing to configure.
+///
+/// Two configs are equal when every setting is: the [`Factory`](super::Factory) shares an
+/// informer only with callers that ask for the same settings.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) page_size: u32,
@@ -19,14 +26,13 @@ pub struct Config {
     pub(crate) watch_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) strip_managed_fields: bool,
-    pub(crate) metadata_only: bool,
     pub(crate) compact_hot: Option<usize>,
     pub(crate) resync: Option<Duration>,
     pub(crate) backoff_min: Duration,
     pub(crate) backoff_max: Duration,
     /// Shared by every informer configured from clones of this config (all of a factory's), so
     /// that an outage is told once, not once per informer.
-    pub(crate) connectivity: Arc<super::connectivity::Connectivity>,
+    pub(crate) connectivity: Arc<Connectivity>,
 }
 
 impl Default for Config {
@@ -38,7 +44,6 @@ impl Default for Config {
             watch_timeout: Duration::from_secs(290),
             idle_timeout: Duration::from_secs(320),
             strip_managed_fields: true,
-            metadata_only: false,
             compact_hot: None,
             resync: None,
             backoff_min: Duration::from_millis(800),
@@ -47,6 +52,50 @@ impl Default for Config {
         }
     }
 }
+
+impl PartialEq for Config {
+    /// Every setting but the (internal) outage reporting, which a factory shares anyway.
+    fn eq(&self, other: &Self) -> bool {
+        let Self {
+            page_size,
+            label_selector,
+            field_selector,
+            watch_timeout,
+            idle_timeout,
+            strip_managed_fields,
+            compact_hot,
+            resync,
+            backoff_min,
+            backoff_max,
+            connectivity: _,
+        } = self;
+        (
+            page_size,
+            label_selector,
+            field_selector,
+            watch_timeout,
+            idle_timeout,
+            strip_managed_fields,
+            compact_hot,
+            resync,
+            backoff_min,
+            backoff_max,
+        ) == (
+            &other.page_size,
+            &other.label_selector,
+            &other.field_selector,
+            &other.watch_timeout,
+            &other.idle_timeout,
+            &other.strip_managed_fields,
+            &other.compact_hot,
+            &other.resync,
+            &other.backoff_min,
+            &other.backoff_max,
+        )
+    }
+}
+
+impl Eq for Config {}
 
 impl Config {
     /// Objects per list page (`limit`); 0 lists everything in one response.
@@ -94,15 +143,6 @@ impl Config {
         self
     }
 
-    /// Ask the server for metadata only (`PartialObjectMetadata`); for informers of
-    /// [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta), which
-    /// [`Factory::metadata_informer`](super::Factory::metadata_informer) sets up.
-    #[must_use]
-    pub fn metadata_only(mut self, metadata_only: bool) -> Self {
-        self.metadata_only = metadata_only;
-        self
-    }
-
     /// Keep cached objects as compact JSON and decode them when read, keeping the `hot` most
     /// recently read ones decoded (see [`cache::compact_store`](crate::cache::compact_store)).
     ///
@@ -132,6 +172,13 @@ impl Config {
     pub fn backoff(mut self, min: Duration, max: Duration) -> Self {
         self.backoff_min = min;
         self.backoff_max = max.max(min);
+        self
+    }
+
+    /// This config, reporting outages through `connectivity` (a factory's, shared by all of its
+    /// informers).
+    pub(crate) fn sharing_connectivity(mut self, connectivity: &Arc<Connectivity>) -> Self {
+        self.connectivity = Arc::clone(connectivity);
         self
     }
 

@@ -14,6 +14,17 @@ pub enum Error {
     /// `start` was called without a tokio runtime.
     #[error("informers must be started inside a tokio runtime")]
     NoRuntime,
+    /// A transform was added after the informer started, when objects were already cached
+    /// without it.
+    #[error("transforms must be added before the informer starts")]
+    Started,
+    /// The factory's informer for this resource, namespace and selectors exists already with
+    /// other settings; one informer cannot honour two configs.
+    #[error("the informer of {resource} exists already with a different config")]
+    ConfigConflict {
+        /// The informer's resource: URL path and selectors.
+        resource: String,
+    },
 }
 
 /// The result of informer operations.

@@ -8,15 +8,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::future::{join_all, try_join_all};
-use kube::core::PartialObjectMeta;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use super::{Config, Result, SharedInformer, Stats};
+use super::{Config, Error, Result, SharedInformer, Stats};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
+///
+/// [`informer`](Self::informer) is the way to get one; [`informer_with`](Self::informer_with)
+/// when it needs settings of its own (selectors, a resync period, a compact cache).
 #[doc(alias = "SharedInformerFactory")]
 pub struct Factory {
     client: Client,
@@ -34,8 +36,21 @@ struct InformerKey {
 }
 
 struct Entry {
+    /// What the informer was made with, to refuse a different config for it.
+    config: Config,
     typed: Box<dyn Any + Send + Sync>,
     erased: Box<dyn ErasedInformer>,
+}
+
+/// One informer of a factory, as its metrics report it.
+#[derive(Debug)]
+pub(crate) struct Observed {
+    /// The URL path, then the selectors (if any) as a query.
+    pub(crate) resource: String,
+    /// The reflector's counters.
+    pub(crate) stats: Arc<Stats>,
+    /// How many objects the store holds.
+    pub(crate) objects: usize,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -46,7 +61,8 @@ trait ErasedInformer: Send + Sync {
     fn wait_for_sync(&self) -> BoxFuture<'_, Result<()>>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     fn clone_box(&self) -> Box<dyn ErasedInformer>;
-    fn observe(&self) -> (Arc<Stats>, usize);
+    fn stats(&self) -> Arc<Stats>;
+    fn objects(&self) -> usize;
 }
 
 impl<K> ErasedInformer for SharedInformer<K>
@@ -69,8 +85,12 @@ where
         Box::new(self.clone())
     }
 
-    fn observe(&self) -> (Arc<Stats>, usize) {
-        (SharedInformer::stats(self), self.store().len())
+    fn stats(&self) -> Arc<Stats> {
+        SharedInformer::stats(self)
+    }
+
+    fn objects(&self) -> usize {
+        self.store().len()
     }
 }
 
@@ -96,7 +116,8 @@ impl Factory {
         }
     }
 
-    /// The config of informers made without one of their own (e.g. a resync period).
+    /// The config of informers made by [`informer`](Self::informer) (e.g. a resync period,
+    /// selectors for all of them).
     #[must_use]
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
@@ -109,121 +130,91 @@ impl Factory {
         &self.client
     }
 
-    /// The informer of `K` in all namespaces (or of a cluster-scoped `K`).
-    #[must_use]
-    pub fn informer<K>(&self) -> SharedInformer<K>
-    where
-        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
-        K::DynamicType: Default,
-    {
-        self.informer_with(Api::all(self.client.clone()), self.config.clone())
-    }
-
-    /// The informer of `K` in one namespace.
-    #[must_use]
-    pub fn namespaced_informer<K>(&self, namespace: &str) -> SharedInformer<K>
-    where
-        K: Resource<Scope = kube::core::NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug
-            + Send
-            + Sync
-            + 'static,
-        K::DynamicType: Default,
-    {
-        self.informer_with(
-            Api::namespaced(self.client.clone(), namespace),
-            self.config.clone(),
-        )
-    }
-
-    /// The informer of the metadata of `K` in all namespaces: lists and watches ask for
-    /// `PartialObjectMetadata`, so only names, labels, annotations, owners and the like are
-    /// transferred and cached.
-    #[must_use]
-    pub fn metadata_informer<K>(&self) -> SharedInformer<PartialObjectMeta<K>>
-    where
-        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
-        K::DynamicType: Default,
-    {
-        let config = self.config.clone().metadata_only(true);
-        self.informer_with(Api::all(self.client.clone()), config)
-    }
-
-    /// The informer of the metadata of `K` in one namespace.
-    #[must_use]
-    pub fn namespaced_metadata_informer<K>(
-        &self,
-        namespace: &str,
-    ) -> SharedInformer<PartialObjectMeta<K>>
-    where
-        K: Resource<Scope = kube::core::NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug
-            + Send
-            + Sync
-            + 'static,
-        K::DynamicType: Default,
-    {
-        let config = self.config.clone().metadata_only(true);
-        self.informer_with(Api::namespaced(self.client.clone(), namespace), config)
-    }
-
-    /// The informer over `api` (any type, e.g. `Api::<DynamicObject>::all_with(client, &resource)`)
-    /// with the selectors of `config`. If that informer exists already it is returned, and the
-    /// rest of `config` is ignored.
+    /// The shared informer over `api`: its type, its namespace (`Api::namespaced`) or all
+    /// namespaces (`Api::all`), and the selectors of the factory's config. Made with the
+    /// factory's config the first time; afterwards the same informer, whatever config it was
+    /// made with.
     ///
-    /// # Panics
-    /// Never: an informer is stored under the `TypeId` of its own type.
+    /// Any type the API serves works: k8s-openapi types and custom resources,
+    /// `PartialObjectMeta<K>` (lists and watches ask for metadata only), and `DynamicObject`
+    /// through `Api::all_with`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: kube::Client) {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube::Api;
+    ///     /// use kubeward::informer::Factory;
+    ///
+    /// let factory = Factory::new(client.clone());
+    /// let pods = factory.informer(Api::<Pod>::all(client.clone()));
+    /// let in_default = factory.informer(Api::<Pod>::namespaced(client.clone(), "default"));
+    /// let names_only = factory.informer(Api::<PartialObjectMeta<Pod>>::all(client));
+    /// # let _ = (pods, in_default, names_only);
+    /// # }
+    /// ```
     #[must_use]
-    pub fn informer_with<K>(&self, api: Api<K>, config: Config) -> SharedInformer<K>
+    pub fn informer<K>(&self, api: Api<K>) -> SharedInformer<K>
     where
         K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
     {
-        let key = InformerKey {
-            type_id: TypeId::of::<K>(),
-            url: api.resource_url().to_owned(),
-            labels: config.label_selector.clone(),
-            fields: config.field_selector.clone(),
-        };
-        let mut informers = self.informers.lock();
-        let entry = informers.entry(key).or_insert_with(|| {
-            let informer = SharedInformer::new(api, config);
-            Entry {
-                typed: Box::new(informer.clone()),
-                erased: Box::new(informer),
-            }
-        });
-        entry
-            .typed
-            .downcast_ref::<SharedInformer<K>>()
-            .cloned()
-            .expect("invariant: a factory entry's key holds the TypeId of its informer's type")
+        let url = api.resource_url().to_owned();
+        self.shared(api.into_client(), url)
     }
 
-    /// The informer of `K` over the URL path `url` without selectors, if one was made; never
-    /// makes one.
+    /// The shared informer over `api` with the settings of `config`, which decide, with the
+    /// type and the namespace, which informer it is: another call with other selectors gets
+    /// another informer.
+    ///
+    /// # Errors
+    /// [`Error::ConfigConflict`] when that informer exists already with other settings (a
+    /// different resync period or page size, say): it cannot honour both, and the factory
+    /// does not silently pick one. The same config again is fine.
+    pub fn informer_with<K>(&self, api: Api<K>, config: Config) -> Result<SharedInformer<K>>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    {
+        let url = api.resource_url().to_owned();
+        let config = config.sharing_connectivity(&self.config.connectivity);
+        let key = key_of::<K>(url.clone(), &config);
+        let mut informers = self.informers.lock();
+        if let Some(entry) = informers.get(&key)
+            && entry.config != config
+        {
+            return Err(Error::ConfigConflict {
+                resource: resource_name(&key),
+            });
+        }
+        Ok(make(&mut informers, key, api.into_client(), url, &config))
+    }
+
+    /// The shared informer of `K` at the URL path `url` with the factory's selectors.
+    pub(crate) fn informer_at<K>(&self, url: String) -> SharedInformer<K>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    {
+        self.shared(self.client.clone(), url)
+    }
+
+    /// The informer of `K` over `url` with the factory's selectors, made with its config if new.
+    fn shared<K>(&self, client: Client, url: String) -> SharedInformer<K>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    {
+        let key = key_of::<K>(url.clone(), &self.config);
+        make(&mut self.informers.lock(), key, client, url, &self.config)
+    }
+
+    /// The informer of `K` over the URL path `url` with the factory's selectors, if one was
+    /// made; never makes one.
     pub(crate) fn existing<K: 'static>(&self, url: &str) -> Option<SharedInformer<K>> {
-        let key = InformerKey {
-            type_id: TypeId::of::<K>(),
-            url: url.to_owned(),
-            labels: None,
-            fields: None,
-        };
-        let informers = self.informers.lock();
-        informers
-            .get(&key)?
-            .typed
-            .downcast_ref::<SharedInformer<K>>()
-            .cloned()
+        let key = key_of::<K>(url.to_owned(), &self.config);
+        self.informers.lock().get(&key).map(typed)
     }
 
     /// Starts every informer made so far that is not running yet; call again after making more.
     ///
     /// # Errors
-    /// [`Error::NoRuntime`](super::Error::NoRuntime) outside a tokio runtime.
+    /// [`Error::NoRuntime`] outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
         for entry in self.informers.lock().values() {
             entry.erased.start()?;
@@ -231,10 +222,10 @@ impl Factory {
         Ok(())
     }
 
-    /// Waits until every informer made so far has synced.
+    /// Waits until every informer made so far has synced; wakes when the last one does.
     ///
     /// # Errors
-    /// [`Error::ShutDown`](super::Error::ShutDown) if one is shut down first.
+    /// [`Error::ShutDown`] if one is shut down first.
     pub async fn wait_for_sync(&self) -> Result<()> {
         let erased = self.erased();
         try_join_all(erased.iter().map(|informer| informer.wait_for_sync())).await?;
@@ -247,32 +238,19 @@ impl Factory {
         join_all(erased.iter().map(|informer| informer.shutdown())).await;
     }
 
-    /// Every informer made so far: its resource (URL path, then its selectors, if any), its
-    /// reflector's [`Stats`] and how many objects its store holds. The metrics read this.
-    /// Informers of one resource but different types (typed, metadata-only) come in an order
-    /// that stays the same for the life of the process.
-    #[must_use]
-    pub fn observe(&self) -> Vec<(String, Arc<Stats>, usize)> {
+    /// Every informer made so far, for the metrics. Informers of one resource but different
+    /// types (typed, metadata-only) come in an order that stays the same for the life of the
+    /// process.
+    pub(crate) fn observe(&self) -> Vec<Observed> {
         let informers = self.informers.lock();
-        let mut keys: Vec<&InformerKey> = informers.keys().collect();
-        keys.sort_by_key(|key| (&key.url, &key.labels, &key.fields, key.type_id));
-        keys.into_iter()
-            .filter_map(|key| Some((key, informers.get(key)?)))
-            .map(|(key, entry)| {
-                let selectors: Vec<String> = [
-                    ("labelSelector", &key.labels),
-                    ("fieldSelector", &key.fields),
-                ]
-                .into_iter()
-                .filter_map(|(name, value)| Some(format!("{name}={}", value.as_ref()?)))
-                .collect();
-                let resource = if selectors.is_empty() {
-                    key.url.clone()
-                } else {
-                    format!("{}?{}", key.url, selectors.join("&"))
-                };
-                let (stats, objects) = entry.erased.observe();
-                (resource, stats, objects)
+        let mut entries: Vec<(&InformerKey, &Entry)> = informers.iter().collect();
+        entries.sort_by_key(|(key, _)| (&key.url, &key.labels, &key.fields, key.type_id));
+        entries
+            .into_iter()
+            .map(|(key, entry)| Observed {
+                resource: resource_name(key),
+                stats: entry.erased.stats(),
+                objects: entry.erased.objects(),
             })
             .collect()
     }
@@ -283,6 +261,67 @@ impl Factory {
             .values()
             .map(|entry| entry.erased.clone_box())
             .collect()
+    }
+}
+
+/// The informer under `key`, made with `config` if there is none.
+fn make<K>(
+    informers: &mut HashMap<InformerKey, Entry>,
+    key: InformerKey,
+    client: Client,
+    url: String,
+    config: &Config,
+) -> SharedInformer<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+{
+    let entry = informers.entry(key).or_insert_with(|| {
+        let informer = SharedInformer::<K>::at(client, url, config.clone());
+        Entry {
+            config: config.clone(),
+            typed: Box::new(informer.clone()),
+            erased: Box::new(informer),
+        }
+    });
+    typed(entry)
+}
+
+fn key_of<K: 'static>(url: String, config: &Config) -> InformerKey {
+    InformerKey {
+        type_id: TypeId::of::<K>(),
+        url,
+        labels: config.label_selector.clone(),
+        fields: config.field_selector.clone(),
+    }
+}
+
+/// The informer an entry holds, as its own type.
+///
+/// # Panics
+/// Never: an entry is stored under a key holding the `TypeId` of `K` (see [`key_of`]) and only
+/// [`make`] makes entries, from a `SharedInformer<K>` of that same `K`; so every
+/// lookup with a key of `K` finds a `SharedInformer<K>`.
+fn typed<K: 'static>(entry: &Entry) -> SharedInformer<K> {
+    entry
+        .typed
+        .downcast_ref::<SharedInformer<K>>()
+        .cloned()
+        .expect("invariant: a factory entry's key holds the TypeId of its informer's type")
+}
+
+/// The resource of an informer: its URL path, then its selectors, if any.
+fn resource_name(key: &InformerKey) -> String {
+    let selectors: Vec<String> = [
+        ("labelSelector", &key.labels),
+        ("fieldSelector", &key.fields),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some(format!("{name}={}", value.as_ref()?)))
+    .collect();
+    if selectors.is_empty() {
+        key.url.clone()
+    } else {
+        format!("{}?{}", key.url, selectors.join("&"))
     }
 }
 

@@ -1,20 +1,40 @@
 //! Informers: list and watch a resource into a cache and tell handlers about every change.
 //!
-//! A [`Factory`] shares one [`SharedInformer`] per resource, namespace and selectors; each informer
-//! runs one reflector (paginated list, then watch, relist on `410 Gone`), keeps a
-//! [`Store`](crate::cache::Store) and fans every change out to its [`EventHandler`]s, each
-//! through its own coalescing buffer.
+//! Data flows one way, from the API server to the handlers; no stage calls back into the one
+//! before it:
+//!
+//! ```text
+//! kube-apiserver
+//!    │ list (paginated) + watch (resourceVersion, bookmarks), relist on 410 Gone / errors with backoff
+//!    ▼
+//! Reflector (reflector.rs) ── progress: synced, resourceVersion, Stats
+//!    │ each decoded, transformed object (transforms.rs)
+//!    ▼
+//! FanOut (fan_out.rs): updates the Store first (cache::Store: Arc<K> by key, named indexes),
+//!    │                  then hands the change to every handler's buffer
+//!    ▼
+//! Listener (listener.rs): one coalescing buffer (buffer.rs) and delivery thread per handler
+//!    ├─► user event handlers (on_add / on_update / on_delete, resync)
+//!    └─► controller triggers ─► work queue ─► workers (see crate::controller)
+//! ```
+//!
+//! A [`SharedInformer`] composes one reflector, one store and the fan-out to its
+//! [`EventHandler`]s, and starts and stops them. The [`Factory`] is the way to get one: it
+//! shares one informer per type, namespace and selectors between everyone who asks;
+//! [`SharedInformer::new`] makes a private one.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //!
 //! use k8s_openapi::api::core::v1::Pod;
+//! use kube::Api;
 //! use kubeward::informer::{Factory, handler_fns};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> anyhow::Result<()> {
-//! let factory = Factory::new(kube::Client::try_default().await?);
-//! let pods = factory.informer::<Pod>();
+//! let client = kube::Client::try_default().await?;
+//! let factory = Factory::new(client.clone());
+//! let pods = factory.informer(Api::<Pod>::all(client));
 //! pods.add_index("node", |pod: &Pod| {
 //!     pod.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
 //! })?;
@@ -37,11 +57,17 @@ mod config;
 mod connectivity;
 mod error;
 mod factory;
+mod fan_out;
 mod handler;
 mod listener;
 mod reflector;
 mod shared_informer;
 mod stats;
+mod transforms;
+mod watchable;
+
+#[cfg(all(test, feature = "testing"))]
+mod tests;
 
 pub use config::Config;
 pub use error::{Error, Result};
@@ -50,3 +76,7 @@ pub use handler::{EventHandler, HandlerFns, handler_fns};
 pub use listener::Registration;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
+pub use watchable::Watchable;
+
+pub(crate) use factory::Observed;
+pub(crate) use watchable::namespace_of;

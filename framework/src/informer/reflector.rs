@@ -1,4 +1,4 @@
-//! Lists (in pages) and watches one resource into an informer, recovering from every failure.
+//! Lists (in pages) and watches one resource into a store and its handlers, recovering from every failure.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,22 +7,72 @@ use futures::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::core::Request;
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::Stats;
-use super::connectivity;
-use super::shared_informer::{Inner, Transform};
+use parking_lot::Mutex;
+use tokio::sync::watch;
 
-/// Lists and watches for one informer; runs until its task is cancelled.
+use super::fan_out::FanOut;
+use super::transforms::Transforms;
+use super::{Config, Stats, connectivity};
+
+/// Lists and watches for one informer into its [`FanOut`]; runs until its task is cancelled.
+///
+/// Data flows one way: the reflector calls the fan-out (store, then handlers) and records its
+/// [`Progress`]; nothing calls back into it.
 pub(crate) struct Reflector<K> {
     client: Client,
     request: Request,
-    informer: Arc<Inner<K>>,
-    transforms: Vec<Transform<K>>,
+    config: Config,
+    /// Whether lists and watches ask for `PartialObjectMetadata` (`K` is a `PartialObjectMeta`).
+    metadata_only: bool,
+    transforms: Arc<Transforms<K>>,
+    fan_out: Arc<FanOut<K>>,
+    progress: Arc<Progress>,
+}
+
+/// How far a reflector got: whether its first list is stored, the latest resourceVersion, and
+/// its request counters. Written by the reflector, read by the informer.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    synced: watch::Sender<bool>,
+    resource_version: Mutex<Option<String>>,
+    stats: Arc<Stats>,
+}
+
+impl Progress {
+    /// Whether the first complete list is stored.
+    pub(crate) fn has_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Tells when the first complete list is stored.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    /// The resourceVersion of the latest list, event or bookmark.
+    pub(crate) fn resource_version(&self) -> Option<String> {
+        self.resource_version.lock().clone()
+    }
+
+    /// The request counters.
+    pub(crate) fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    fn set_resource_version(&self, version: &str) {
+        *self.resource_version.lock() = Some(version.to_owned());
+    }
+
+    fn synced_now(&self) {
+        self.synced.send_replace(true);
+        self.stats.synced_now();
+    }
 }
 
 /// One list response, with each item kept as its JSON text so that each decodes on its own
@@ -49,25 +99,36 @@ impl<K> Reflector<K>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
-    pub(crate) fn new(api: Api<K>, informer: Arc<Inner<K>>, transforms: Vec<Transform<K>>) -> Self {
+    /// A reflector of the resource at the URL path `url`, feeding `fan_out`.
+    pub(crate) fn new(
+        client: Client,
+        url: &str,
+        config: Config,
+        transforms: Arc<Transforms<K>>,
+        fan_out: Arc<FanOut<K>>,
+        progress: Arc<Progress>,
+    ) -> Self {
         Self {
-            request: Request::new(api.resource_url()),
-            client: api.into_client(),
-            informer,
+            client,
+            request: Request::new(url),
+            config,
+            metadata_only: K::metadata_api(),
             transforms,
+            fan_out,
+            progress,
         }
     }
 
     /// Lists, then watches from the list's version; lists again only when that version is gone.
     pub(crate) async fn run(self) {
-        let mut delays = self.informer.config().backoff_delays();
+        let mut delays = self.config.backoff_delays();
         let mut resource_version: Option<String> = None;
         loop {
             let version = match resource_version.take() {
                 Some(version) => version,
                 None => match self.list().await {
                     Ok(version) => {
-                        self.informer.config().connectivity.reachable();
+                        self.config.connectivity.reachable();
                         version
                     }
                     Err(err) => {
@@ -80,7 +141,7 @@ where
             resource_version = Some(latest);
             match end {
                 WatchEnd::Resume { received: true } => {
-                    delays = self.informer.config().backoff_delays();
+                    delays = self.config.backoff_delays();
                 }
                 // A watch that ends at once without any news is retried with backoff, not hot.
                 WatchEnd::Resume { received: false } => {
@@ -109,7 +170,7 @@ where
     ) {
         let delay = next_delay(delays);
         if connectivity::is_unreachable(err) {
-            self.informer.config().connectivity.failed(
+            self.config.connectivity.failed(
                 &self.request.url_path,
                 &connectivity::with_causes(err),
                 delay,
@@ -124,21 +185,25 @@ where
     /// The next page is requested before the current one is applied, so the server's work on it
     /// overlaps the decoding here.
     async fn list(&self) -> Result<String, kube::Error> {
-        let config = self.informer.config();
-        let mut relist = self.informer.writer().relist();
+        let config = &self.config;
+        let mut relist = self.fan_out.relist();
         let mut params = ListParams {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
             limit: (config.page_size > 0).then_some(config.page_size),
             ..ListParams::default()
         };
-        let mut next = Some(self.fetch_page(&params)?);
-        while let Some(fetching) = next.take() {
+        let mut fetching = self.fetch_page(&params)?;
+        loop {
             let page = fetching.await.map_err(|()| stalled("list"))??;
-            if let Some(token) = page.metadata.continue_.clone().filter(|t| !t.is_empty()) {
-                params.continue_token = Some(token);
-                next = Some(self.fetch_page(&params)?);
-            }
+            let more = page.metadata.continue_.clone().filter(|t| !t.is_empty());
+            let next = match more {
+                Some(token) => {
+                    params.continue_token = Some(token);
+                    Some(self.fetch_page(&params)?)
+                }
+                None => None,
+            };
             for item in page.items {
                 // One item at a time as an untyped value: a whole page of them would take ten
                 // times the text's memory, and decoding from a value (unlike from text) sizes
@@ -146,29 +211,33 @@ where
                 let raw: Value = serde_json::from_str(item.get()).unwrap_or_default();
                 drop(item);
                 if let Some((obj, json)) = self.decode(raw) {
-                    self.informer.relist_apply(&mut relist, obj, json);
+                    relist.apply(obj, json);
                 }
             }
-            if next.is_none() {
-                let version = page.metadata.resource_version.unwrap_or_default();
-                self.informer.relist_finish(relist, Some(version.clone()));
-                Stats::count(&self.informer.stats().relists);
-                return Ok(version);
+            match next {
+                Some(next) => fetching = next,
+                None => {
+                    let version = page.metadata.resource_version.unwrap_or_default();
+                    relist.finish();
+                    self.progress.set_resource_version(&version);
+                    self.progress.synced_now();
+                    Stats::count(&self.progress.stats.relists);
+                    return Ok(version);
+                }
             }
         }
-        unreachable!("the loop returns after the page without a continue token")
     }
 
     /// Requests one list page on a task of its own; dropping the handle aborts the request.
     fn fetch_page(&self, params: &ListParams) -> Result<Fetch, kube::Error> {
-        let config = self.informer.config();
-        let request = if config.metadata_only {
+        let config = &self.config;
+        let request = if self.metadata_only {
             self.request.list_metadata(params)
         } else {
             self.request.list(params)
         };
         let request = request.map_err(kube::Error::BuildRequest)?;
-        Stats::count(&self.informer.stats().list_requests);
+        Stats::count(&self.progress.stats.list_requests);
         let client = self.client.clone();
         let idle = config.idle_timeout;
         Ok(Fetch(tokio::spawn(async move {
@@ -180,7 +249,7 @@ where
 
     /// Watches from `version` until the watch ends; returns why and the latest version seen.
     async fn watch(&self, mut version: String) -> (WatchEnd, String) {
-        let config = self.informer.config();
+        let config = &self.config;
         let params = WatchParams {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
@@ -192,7 +261,7 @@ where
             bookmarks: true,
             ..WatchParams::default()
         };
-        let request = if config.metadata_only {
+        let request = if self.metadata_only {
             self.request.watch_metadata(&params, &version)
         } else {
             self.request.watch(&params, &version)
@@ -201,7 +270,7 @@ where
             Ok(request) => request,
             Err(err) => return (WatchEnd::Failed(kube::Error::BuildRequest(err)), version),
         };
-        Stats::count(&self.informer.stats().watch_requests);
+        Stats::count(&self.progress.stats.watch_requests);
         let started = tokio::time::timeout(
             config.idle_timeout,
             self.client.request_events::<Value>(request),
@@ -233,13 +302,13 @@ where
                 WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
                     version = raw_resource_version(&raw).unwrap_or(version);
                     if let Some((obj, json)) = self.decode(raw) {
-                        self.informer.apply(obj, json);
+                        self.fan_out.apply(obj, json);
                     }
                 }
                 WatchEvent::Deleted(raw) => {
                     version = raw_resource_version(&raw).unwrap_or(version);
                     if let Some((obj, _)) = self.decode(raw) {
-                        self.informer.delete(obj);
+                        self.fan_out.delete(obj);
                     }
                 }
                 WatchEvent::Bookmark(bookmark) => version = bookmark.metadata.resource_version,
@@ -250,7 +319,7 @@ where
                     return (WatchEnd::Failed(kube::Error::Api(status)), version);
                 }
             }
-            self.informer.set_resource_version(Some(version.clone()));
+            self.progress.set_resource_version(&version);
         }
     }
 
@@ -260,7 +329,7 @@ where
     /// `managedFields` are dropped from the value before decoding when they are stripped, and
     /// the value is decoded by move, so its strings become the object's without a copy.
     fn decode(&self, mut raw: Value) -> Option<(Arc<K>, Option<Vec<u8>>)> {
-        let config = self.informer.config();
+        let config = &self.config;
         let json = prepare_raw(
             &mut raw,
             config.strip_managed_fields,
@@ -279,18 +348,13 @@ where
 
     /// Strips `managedFields` (if configured) and applies the transforms.
     fn prepare(&self, mut obj: K) -> Arc<K> {
-        if self.informer.config().strip_managed_fields {
-            obj.meta_mut().managed_fields = None;
-        }
-        for transform in &self.transforms {
-            transform(&mut obj);
-        }
+        self.transforms.apply(&mut obj);
         Arc::new(obj)
     }
 
     /// Counts and logs an object that does not decode.
     fn skip(&self, identity: &Identity, err: &serde_json::Error) {
-        Stats::count(&self.informer.stats().decode_failures);
+        Stats::count(&self.progress.stats.decode_failures);
         tracing::warn!(
             url = self.request.url_path,
             namespace = identity.namespace,

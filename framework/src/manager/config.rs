@@ -167,15 +167,15 @@ mod tests {
         assert!(
             manager
                 .factory()
-                .informer::<ConfigMap>()
+                .informer(kube::Api::<ConfigMap>::all(client.clone()))
                 .store()
                 .is_compact()
         );
-        let default = Manager::new(client, Config::default());
+        let default = Manager::new(client.clone(), Config::default());
         assert!(
             !default
                 .factory()
-                .informer::<ConfigMap>()
+                .informer(kube::Api::<ConfigMap>::all(client))
                 .store()
                 .is_compact()
         );

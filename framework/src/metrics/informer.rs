@@ -9,7 +9,7 @@ use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts};
 
 use super::REFERENCE;
-use crate::informer::Factory;
+use crate::informer::{Factory, Observed};
 
 /// Where the informer families start in [`REFERENCE`].
 pub(crate) const FIRST: usize = 15;
@@ -44,9 +44,13 @@ impl InformerCollector {
     /// A collector of the informers `factory` holds now and makes later.
     ///
     /// # Panics
-    /// Never: the families' names and labels are constants that form valid descriptors.
+    /// Never: the families' names, help texts and the one label are constants, and
+    /// `IntCounterVec::new` and the like fail only on an invalid metric or label name, an empty
+    /// help text or a duplicate label; `the_informer_families_have_valid_descriptors` (in
+    /// this file) builds them all.
     #[must_use]
     pub fn new(factory: Arc<Factory>) -> Self {
+        // Each `expect` below: see `# Panics`.
         let labels = &["resource"];
         let counter = |i| {
             IntCounterVec::new(opts(i), labels)
@@ -104,7 +108,12 @@ impl Collector for InformerCollector {
         // Informers of different types on one resource (typed, metadata-only, dynamic) get
         // distinct labels: ` #2`, ` #3` in the factory's stable order.
         let mut seen: HashMap<String, usize> = HashMap::new();
-        for (resource, stats, objects) in self.factory.observe() {
+        for Observed {
+            resource,
+            stats,
+            objects,
+        } in self.factory.observe()
+        {
             let n = seen.entry(resource.clone()).or_default();
             *n += 1;
             let resource = if *n == 1 {
@@ -148,4 +157,19 @@ impl Collector for InformerCollector {
 fn opts(index: usize) -> Opts {
     let (name, _, _, help) = REFERENCE[index];
     Opts::new(name, help)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_informer_families_have_valid_descriptors() {
+        let labels = &["resource"];
+        for i in FIRST..FIRST + 6 {
+            assert!(IntCounterVec::new(opts(i), labels).is_ok(), "family {i}");
+            assert!(IntGaugeVec::new(opts(i), labels).is_ok(), "family {i}");
+            assert!(GaugeVec::new(opts(i), labels).is_ok(), "family {i}");
+        }
+    }
 }

@@ -203,9 +203,12 @@ mod tests {
     /// A factory holding one ConfigMap informer that has listed once; no cluster is needed.
     fn factory_with_one_informer() -> Arc<Factory> {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let factory = Factory::new(kube::Client::try_from(config).unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let factory = Factory::new(client.clone());
         let informer = factory
-            .informer::<k8s_openapi::api::core::v1::ConfigMap>()
+            .informer(kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(
+                client,
+            ))
             .stats();
         crate::informer::Stats::count(&informer.list_requests);
         informer.synced_now();
@@ -308,12 +311,17 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let factory = Factory::new(kube::Client::try_from(config).unwrap());
-        let _typed = factory.namespaced_informer::<ConfigMap>("demo");
-        let _metadata = factory.namespaced_metadata_informer::<ConfigMap>("demo");
-        let _selected = factory.informer_with(
-            kube::Api::<ConfigMap>::namespaced(factory.client().clone(), "demo"),
-            crate::informer::Config::default().labels("app=demo"),
+        let client = factory.client().clone();
+        let _typed = factory.informer(kube::Api::<ConfigMap>::namespaced(client.clone(), "demo"));
+        let _metadata = factory.informer(
+            kube::Api::<kube::core::PartialObjectMeta<ConfigMap>>::namespaced(client, "demo"),
         );
+        let _selected = factory
+            .informer_with(
+                kube::Api::<ConfigMap>::namespaced(factory.client().clone(), "demo"),
+                crate::informer::Config::default().labels("app=demo"),
+            )
+            .unwrap();
         let registry = Registry::new();
         register_informers(&registry, Arc::new(factory)).unwrap();
         let families = registry.gather();

@@ -8,8 +8,8 @@ use kube::core::Request;
 
 use super::Error;
 use crate::cache::ObjectKey;
-use crate::controller::{Context, Watchable};
-use crate::informer::SharedInformer;
+use crate::controller::Context;
+use crate::informer::{SharedInformer, Watchable, namespace_of};
 
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
@@ -100,11 +100,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// The informer of `C` the controller's manager already runs for the namespace it watches
     /// (one the controller owns or watches); never makes one.
     fn informer_of<C: Watchable>(&self) -> Option<SharedInformer<C>> {
-        let namespace = if C::NAMESPACED {
-            self.namespace()
-        } else {
-            None
-        };
+        let namespace = namespace_of::<C>(self.namespace());
         self.factory().existing(&C::url_path(&(), namespace))
     }
 }

@@ -1,23 +1,21 @@
-//! One reflector and one store shared by any number of event handlers.
+//! One reflector, one store and the handlers behind it, composed into a shared informer.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use kube::{Api, Resource};
+use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::fan_out::FanOut;
 use super::listener::Listener;
-use super::reflector::Reflector;
+use super::reflector::{Progress, Reflector};
+use super::transforms::Transforms;
 use super::{Config, Error, EventHandler, Registration, Result, Stats};
-use crate::cache::{self, Change, Decode, Relist, Store, Writer};
-
-/// Changes an object before it is cached (e.g. drops fields nobody reads).
-pub(crate) type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
+use crate::cache::{self, Decode, Store};
 
 /// Lists and watches one resource into a [`Store`] and delivers every change to its handlers.
 ///
@@ -26,33 +24,33 @@ pub(crate) type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 /// and its buffer keeps one pending change per object (the latest state; an update keeps the
 /// oldest old state the handler has not seen), so it never holds more than the cache does.
 /// Cheap to clone; clones share everything.
+///
+/// Get one from a [`Factory`](super::Factory), which shares it with everyone asking for the
+/// same resource, namespace and selectors. [`SharedInformer::new`] makes a private one, with
+/// its own list and watch, for the rare case that must not share.
 #[doc(alias = "SharedIndexInformer")]
 pub struct SharedInformer<K> {
     inner: Arc<Inner<K>>,
 }
 
-pub(crate) struct Inner<K> {
-    source: Option<Api<K>>,
+/// The pieces, wired one way: the reflector feeds the fan-out (store, then handlers) and
+/// records its progress; this type starts and stops them and answers for them.
+struct Inner<K> {
+    /// The resource's URL path; `None` without a reflector (tests of the fan-out).
     url: Option<String>,
-    config: Config,
-    writer: Writer<K>,
-    store: Store<K>,
-    /// The handlers; held while the store changes and the change is fanned out, so a handler
-    /// added meanwhile sees every change exactly once.
-    listeners: Mutex<Vec<Arc<Listener<K>>>>,
-    transforms: Mutex<Vec<Transform<K>>>,
-    /// The transforms as they were at start, for a compact store to apply when it decodes.
-    started_transforms: Arc<OnceLock<Vec<Transform<K>>>>,
-    synced: watch::Sender<bool>,
-    last_sync_resource_version: Mutex<Option<String>>,
-    stats: Arc<Stats>,
-    tasks: Mutex<Tasks>,
+    /// The handlers' default resync period.
+    resync: Option<Duration>,
+    fan_out: Arc<FanOut<K>>,
+    transforms: Arc<Transforms<K>>,
+    progress: Arc<Progress>,
+    tasks: Mutex<Tasks<K>>,
     shutdown: CancellationToken,
 }
 
-#[derive(Default)]
-struct Tasks {
+struct Tasks<K> {
     started: bool,
+    /// Taken when the informer starts.
+    reflector: Option<Reflector<K>>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -64,12 +62,12 @@ impl<K> Clone for SharedInformer<K> {
     }
 }
 
-impl<K> fmt::Debug for SharedInformer<K> {
+impl<K: Resource + Send + Sync + 'static> fmt::Debug for SharedInformer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedInformer")
             .field("url", &self.inner.url)
-            .field("synced", &*self.inner.synced.borrow())
-            .field("handlers", &self.inner.listeners.lock().len())
+            .field("synced", &self.inner.progress.has_synced())
+            .field("handlers", &self.inner.fan_out.handlers())
             .finish_non_exhaustive()
     }
 }
@@ -78,37 +76,64 @@ impl<K> SharedInformer<K>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
-    /// An informer over `api` (its namespace, or all namespaces), not started yet.
+    /// A private informer over `api` (its namespace, or all namespaces), not started yet: the
+    /// escape hatch for an informer nobody else shares. Prefer
+    /// [`Factory::informer`](super::Factory::informer), which shares one list and one watch
+    /// between everyone asking for the same resource.
+    ///
+    /// An `Api<PartialObjectMeta<K>>` lists and watches metadata only.
     #[must_use]
     pub fn new(api: Api<K>, config: Config) -> Self {
-        Self::with_source(Some(api), config)
+        let url = api.resource_url().to_owned();
+        Self::at(api.into_client(), url, config)
     }
 
-    /// An informer without a reflector: changes come only from the crate-private feeding
-    /// methods (tests and benchmarks of the fan-out).
-    pub(crate) fn with_source(source: Option<Api<K>>, config: Config) -> Self {
-        let started_transforms = Arc::default();
-        let (store, writer) = match config.compact_hot {
-            Some(hot) => cache::compact_store_with(
-                hot,
-                decoder(Arc::clone(&started_transforms), config.strip_managed_fields),
-            ),
+    /// An informer of the resource at the URL path `url`.
+    pub(crate) fn at(client: Client, url: String, config: Config) -> Self {
+        Self::build(config, Some((client, url)))
+    }
+
+    /// An informer without a reflector: changes come only from its fan-out (tests and
+    /// benchmarks of the fan-out).
+    pub(crate) fn without_reflector(config: Config) -> Self {
+        Self::build(config, None)
+    }
+
+    fn build(config: Config, source: Option<(Client, String)>) -> Self {
+        let transforms = Arc::new(Transforms::new(config.strip_managed_fields));
+        let store = match config.compact_hot {
+            Some(hot) => cache::compact_store_with(hot, decoder(Arc::clone(&transforms))),
             None => cache::store(),
+        };
+        let fan_out = Arc::new(FanOut::new(store));
+        let progress = Arc::<Progress>::default();
+        let resync = config.resync;
+        let (url, reflector) = match source {
+            Some((client, url)) => {
+                let reflector = Reflector::new(
+                    client,
+                    &url,
+                    config,
+                    Arc::clone(&transforms),
+                    Arc::clone(&fan_out),
+                    Arc::clone(&progress),
+                );
+                (Some(url), Some(reflector))
+            }
+            None => (None, None),
         };
         Self {
             inner: Arc::new(Inner {
-                url: source.as_ref().map(|api| api.resource_url().to_owned()),
-                source,
-                config,
-                writer,
-                store,
-                listeners: Mutex::new(Vec::new()),
-                transforms: Mutex::new(Vec::new()),
-                started_transforms,
-                synced: watch::Sender::new(false),
-                last_sync_resource_version: Mutex::new(None),
-                stats: Arc::new(Stats::default()),
-                tasks: Mutex::new(Tasks::default()),
+                url,
+                resync,
+                fan_out,
+                transforms,
+                progress,
+                tasks: Mutex::new(Tasks {
+                    started: false,
+                    reflector,
+                    handles: Vec::new(),
+                }),
                 shutdown: CancellationToken::new(),
             }),
         }
@@ -117,7 +142,7 @@ where
     /// The read-only cache (a lister with index queries).
     #[must_use]
     pub fn store(&self) -> Store<K> {
-        self.inner.store.clone()
+        self.inner.fan_out.store().clone()
     }
 
     /// Adds a named index, e.g. Pods by node name.
@@ -130,23 +155,28 @@ where
         F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
     {
         self.inner
-            .writer
+            .fan_out
+            .writer()
             .add_index(name, function)
             .map_err(Error::Index)
     }
 
-    /// Changes every object before it is cached (after `managedFields` are stripped); takes
-    /// effect for objects received after the informer starts.
+    /// Changes every object before it is cached (after `managedFields` are stripped), in the
+    /// order transforms are added. Add them before the informer starts.
+    ///
+    /// # Errors
+    /// [`Error::Started`] once the informer has started: objects already cached did not go
+    /// through the transform, so it is refused rather than applied to some objects only.
     #[doc(alias = "SetTransform")]
-    pub fn add_transform(&self, transform: impl Fn(&mut K) + Send + Sync + 'static) {
-        self.inner.transforms.lock().push(Arc::new(transform));
+    pub fn add_transform(&self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Result<()> {
+        self.inner.transforms.add(transform)
     }
 
     /// Adds a handler with the informer's resync period. If the informer holds objects already,
     /// the handler first gets an add for each of them.
     #[must_use = "the registration tells how far behind the handler is; ignore it with `let _ =`"]
     pub fn add_handler(&self, handler: impl EventHandler<K>) -> Registration<K> {
-        self.add_handler_with_resync(handler, self.inner.config.resync)
+        self.add_handler_with_resync(handler, self.inner.resync)
     }
 
     /// Adds a handler with its own resync period (`None`: never).
@@ -157,15 +187,10 @@ where
         resync: Option<Duration>,
     ) -> Registration<K> {
         let listener = Arc::new(Listener::new(Box::new(handler), resync));
-        // Lock order: tasks, then listeners (as in `start`), so a concurrent start cannot
-        // spawn this listener a second time.
+        // Lock order: tasks, then the fan-out's handlers (as in `start`), so a concurrent
+        // start cannot spawn this listener a second time.
         let mut tasks = self.inner.tasks.lock();
-        let mut listeners = self.inner.listeners.lock();
-        for obj in self.inner.store.list() {
-            listener.push(Change::Added(obj));
-        }
-        listeners.push(Arc::clone(&listener));
-        drop(listeners);
+        self.inner.fan_out.register(&listener);
         if tasks.started {
             let spawned = self.spawn_listener(&listener);
             tasks.handles.extend(spawned);
@@ -182,16 +207,7 @@ where
         reason = "removing is the point; the answer is optional"
     )]
     pub fn remove_handler(&self, registration: &Registration<K>) -> bool {
-        let target = registration.listener();
-        let mut listeners = self.inner.listeners.lock();
-        let before = listeners.len();
-        listeners.retain(|l| !Arc::ptr_eq(l, target));
-        let removed = listeners.len() < before;
-        drop(listeners);
-        if removed {
-            target.stop();
-        }
-        removed
+        self.inner.fan_out.remove(registration.listener())
     }
 
     /// Starts listing, watching and delivering; does nothing if already started.
@@ -205,18 +221,13 @@ where
             return Ok(());
         }
         tasks.started = true;
-        for listener in self.inner.listeners.lock().iter() {
-            let spawned = self.spawn_listener(listener);
+        // Before the reflector runs: every object it caches goes through the same transforms.
+        self.inner.transforms.freeze();
+        for listener in self.inner.fan_out.listeners() {
+            let spawned = self.spawn_listener(&listener);
             tasks.handles.extend(spawned);
         }
-        // Set once: a second start returned early above.
-        let _ = self
-            .inner
-            .started_transforms
-            .set(self.inner.transforms.lock().clone());
-        if let Some(api) = &self.inner.source {
-            let transforms = self.inner.transforms.lock().clone();
-            let reflector = Reflector::new(api.clone(), Arc::clone(&self.inner), transforms);
+        if let Some(reflector) = tasks.reflector.take() {
             let shutdown = self.inner.shutdown.clone();
             tasks.handles.push(tokio::spawn(async move {
                 shutdown.run_until_cancelled(reflector.run()).await;
@@ -229,7 +240,7 @@ where
     #[doc(alias = "HasSynced")]
     #[must_use]
     pub fn has_synced(&self) -> bool {
-        *self.inner.synced.borrow()
+        self.inner.progress.has_synced()
     }
 
     /// Waits until the first complete list is in the store.
@@ -238,7 +249,7 @@ where
     /// [`Error::ShutDown`] if the informer is shut down first.
     #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_sync(&self) -> Result<()> {
-        let mut synced = self.inner.synced.subscribe();
+        let mut synced = self.inner.progress.subscribe();
         tokio::select! {
             result = synced.wait_for(|synced| *synced) => result.map(drop).map_err(|_| Error::ShutDown),
             () = self.inner.shutdown.cancelled() => Err(Error::ShutDown),
@@ -249,22 +260,20 @@ where
     #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
     pub fn last_sync_resource_version(&self) -> Option<String> {
-        self.inner.last_sync_resource_version.lock().clone()
+        self.inner.progress.resource_version()
     }
 
     /// Request and decode counters of the reflector.
     #[must_use]
     pub fn stats(&self) -> Arc<Stats> {
-        Arc::clone(&self.inner.stats)
+        Arc::clone(self.inner.progress.stats())
     }
 
     /// Stops the reflector, the resync timers and every handler's delivery (after the change a
     /// handler is handling), and waits until all of them have ended.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        for listener in self.inner.listeners.lock().iter() {
-            listener.stop();
-        }
+        self.inner.fan_out.stop();
         let handles = std::mem::take(&mut self.inner.tasks.lock().handles);
         for handle in handles {
             if let Err(err) = handle.await {
@@ -282,7 +291,7 @@ where
     fn spawn_listener(&self, listener: &Arc<Listener<K>>) -> Vec<JoinHandle<()>> {
         let mut handles = vec![listener.spawn()];
         if let Some(period) = listener.resync_period() {
-            let inner = Arc::clone(&self.inner);
+            let fan_out = Arc::clone(&self.inner.fan_out);
             let listener = Arc::clone(listener);
             let shutdown = self.inner.shutdown.clone();
             handles.push(tokio::spawn(async move {
@@ -292,11 +301,9 @@ where
                         ticks.tick().await;
                         loop {
                             ticks.tick().await;
-                            let _listeners = inner.listeners.lock();
-                            if listener.is_stopped() {
+                            if !fan_out.resync(&listener) {
                                 break;
                             }
-                            listener.push_resync(&inner.store.list());
                         }
                     })
                     .await;
@@ -306,93 +313,17 @@ where
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> Inner<K> {
-    pub(crate) fn config(&self) -> &Config {
-        &self.config
-    }
-
-    pub(crate) fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    pub(crate) fn writer(&self) -> &Writer<K> {
-        &self.writer
-    }
-
-    /// Stores a watched object (with its JSON, for a compact store) and tells every handler
-    /// what changed.
-    pub(crate) fn apply(&self, obj: Arc<K>, json: Option<Vec<u8>>) {
-        let listeners = self.listeners.lock();
-        if let Some(change) = self.writer.apply_with_json(obj, json) {
-            fan_out(&listeners, &change);
-        }
-    }
-
-    /// Removes a deleted object and tells every handler.
-    pub(crate) fn delete(&self, obj: Arc<K>) {
-        let listeners = self.listeners.lock();
-        if let Some(change) = self.writer.delete(obj) {
-            fan_out(&listeners, &change);
-        }
-    }
-
-    /// Stores one object of a list page (with its JSON, for a compact store).
-    pub(crate) fn relist_apply(
-        &self,
-        relist: &mut Relist<'_, K>,
-        obj: Arc<K>,
-        json: Option<Vec<u8>>,
-    ) {
-        let listeners = self.listeners.lock();
-        if let Some(change) = relist.apply_with_json(obj, json) {
-            fan_out(&listeners, &change);
-        }
-    }
-
-    /// Ends a complete list: removes what vanished and marks the cache synced.
-    pub(crate) fn relist_finish(&self, relist: Relist<'_, K>, resource_version: Option<String>) {
-        let listeners = self.listeners.lock();
-        for change in relist.finish() {
-            fan_out(&listeners, &change);
-        }
-        drop(listeners);
-        self.set_resource_version(resource_version);
-        self.synced.send_replace(true);
-        self.stats.synced_now();
-    }
-
-    pub(crate) fn set_resource_version(&self, resource_version: Option<String>) {
-        if let Some(rv) = resource_version {
-            *self.last_sync_resource_version.lock() = Some(rv);
-        }
-    }
-}
-
 /// How a compact informer store turns the JSON it keeps back into the cached object: decode,
 /// then what the reflector did before caching it (strip `managedFields`, apply the transforms).
-fn decoder<K>(transforms: Arc<OnceLock<Vec<Transform<K>>>>, strip_managed_fields: bool) -> Decode<K>
+fn decoder<K>(transforms: Arc<Transforms<K>>) -> Decode<K>
 where
     K: Resource + DeserializeOwned + 'static,
 {
     Arc::new(move |json: &[u8]| {
         let mut obj: K = serde_json::from_slice(json)?;
-        if strip_managed_fields {
-            obj.meta_mut().managed_fields = None;
-        }
-        for transform in transforms.get().into_iter().flatten() {
-            transform(&mut obj);
-        }
+        transforms.apply(&mut obj);
         Ok(obj)
     })
-}
-
-fn fan_out<K>(listeners: &[Arc<Listener<K>>], change: &Change<K>)
-where
-    K: Resource + Send + Sync + 'static,
-{
-    for listener in listeners {
-        listener.push(change.clone());
-    }
 }
 
 #[cfg(test)]

@@ -59,12 +59,12 @@ fn recording_handler(seen: &Arc<Mutex<HashMap<String, u64>>>) -> impl EventHandl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
-    let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
     let (kept_seen, removed_seen) = (Arc::default(), Arc::default());
     let _kept = informer.add_handler(recording_handler(&kept_seen));
     let removed = informer.add_handler(recording_handler(&removed_seen));
     informer.start().expect("inside a runtime");
-    informer.inner.apply(cm("before", 1), None);
+    informer.inner.fan_out.apply(cm("before", 1), None);
     eventually("both handlers to see the first object", || {
         kept_seen.lock().contains_key("before") && removed_seen.lock().contains_key("before")
     })
@@ -72,7 +72,7 @@ async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
 
     assert!(informer.remove_handler(&removed), "it was registered");
     assert!(!informer.remove_handler(&removed), "it is gone already");
-    informer.inner.apply(cm("after", 2), None);
+    informer.inner.fan_out.apply(cm("after", 2), None);
     assert_eq!(
         removed.pending(),
         0,
@@ -88,7 +88,7 @@ async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_object() {
-    let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
     let (gate_tx, gate_rx) = mpsc::channel::<()>();
     let gate_rx = Mutex::new(gate_rx);
     let slow_seen = Arc::new(Mutex::new(HashMap::new()));
@@ -114,12 +114,18 @@ async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_ob
     let mut version = 0;
     for i in 0..100 {
         version += 1;
-        informer.inner.apply(cm(&format!("cm-{i}"), version), None);
+        informer
+            .inner
+            .fan_out
+            .apply(cm(&format!("cm-{i}"), version), None);
     }
     for round in 0..1000 {
         for i in 0..100 {
             version += 1;
-            informer.inner.apply(cm(&format!("cm-{i}"), version), None);
+            informer
+                .inner
+                .fan_out
+                .apply(cm(&format!("cm-{i}"), version), None);
         }
         assert!(
             slow.pending() <= 100,
@@ -159,10 +165,10 @@ async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_ob
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() {
-    let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
     informer.start().expect("inside a runtime");
-    informer.inner.apply(cm("a", 1), None);
-    informer.inner.apply(cm("b", 2), None);
+    informer.inner.fan_out.apply(cm("a", 1), None);
+    informer.inner.fan_out.apply(cm("b", 2), None);
 
     let store = informer.store();
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -186,7 +192,7 @@ async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() 
                     .push(format!("update {} {}->{}", name(&new), rv(&old), rv(&new)));
             }),
     );
-    informer.inner.apply(cm("a", 3), None);
+    informer.inner.fan_out.apply(cm("a", 3), None);
     let finished = |seen: &[String]| {
         seen.iter().any(|e| e == "add b 2")
             && seen.iter().any(|e| e == "add a 3" || e == "update a 1->3")
@@ -207,9 +213,9 @@ async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_redelivers_every_cached_object_as_an_update_of_itself() {
-    let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default());
-    informer.inner.apply(cm("a", 1), None);
-    informer.inner.apply(cm("b", 1), None);
+    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
+    informer.inner.fan_out.apply(cm("a", 1), None);
+    informer.inner.fan_out.apply(cm("b", 1), None);
     let resyncs = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
     let record = Arc::clone(&resyncs);
     let _registration = informer.add_handler_with_resync(
@@ -253,13 +259,13 @@ async fn resync_redelivers_every_cached_object_as_an_update_of_itself() {
 #[tokio::test]
 async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applied()
 -> anyhow::Result<()> {
-    let informer = SharedInformer::<ConfigMap>::with_source(None, Config::default().compact(4));
+    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default().compact(4));
     informer.add_transform(|obj: &mut ConfigMap| {
         obj.metadata
             .labels
             .get_or_insert_with(Default::default)
             .insert("seen".into(), "yes".into());
-    });
+    })?;
     let added = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&added);
     let _registration = informer
@@ -280,6 +286,7 @@ async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applie
         .insert("seen".into(), "yes".into());
     informer
         .inner
+        .fan_out
         .apply(Arc::new(cached.clone()), Some(serde_json::to_vec(&raw)?));
 
     let store = informer.store();
@@ -296,8 +303,7 @@ async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applie
 
 #[tokio::test]
 async fn shutdown_ends_every_task_and_wait_for_sync_reports_it() {
-    let informer = SharedInformer::<ConfigMap>::with_source(
-        None,
+    let informer = SharedInformer::<ConfigMap>::without_reflector(
         Config::default().resync(Duration::from_secs(1)),
     );
     let _registration = informer.add_handler(handler_fns());

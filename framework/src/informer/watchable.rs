@@ -1,0 +1,59 @@
+//! Kinds whose scope is known at compile time, and the shared informer of one in a namespace.
+
+use std::fmt::Debug;
+
+use kube::Resource;
+use kube::core::{ClusterResourceScope, NamespaceResourceScope};
+use serde::de::DeserializeOwned;
+
+use super::{Factory, SharedInformer};
+
+/// A kind that a controller can watch: a k8s-openapi type or a kube `CustomResource`, namespaced
+/// or cluster-wide, known at compile time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Kubernetes resource a controller can watch",
+    label = "not a Kubernetes resource",
+    note = "owned and watched kinds are k8s-openapi types or kube `CustomResource`s (they implement `kube::Resource`)"
+)]
+pub trait Watchable:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// Whether objects of this kind live in namespaces.
+    const NAMESPACED: bool;
+}
+
+impl<K> Watchable for K
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::Scope: Scope,
+{
+    const NAMESPACED: bool = <K::Scope as Scope>::NAMESPACED;
+}
+
+/// The scopes of kinds known at compile time.
+pub(crate) trait Scope {
+    /// Whether objects of this scope live in namespaces.
+    const NAMESPACED: bool;
+}
+
+impl Scope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// The namespace an informer of `K` lists: `namespace` for a namespaced kind, all namespaces
+/// (`None`) for a cluster-scoped one.
+pub(crate) fn namespace_of<K: Watchable>(namespace: Option<&str>) -> Option<&str> {
+    namespace.filter(|_| K::NAMESPACED)
+}
+
+impl Factory {
+    /// The shared informer of `K` in `namespace` (all namespaces when `None`; always all for a
+    /// cluster-scoped kind), as the factory's controllers use it.
+    pub(crate) fn watched<K: Watchable>(&self, namespace: Option<&str>) -> SharedInformer<K> {
+        self.informer_at(K::url_path(&(), namespace_of::<K>(namespace)))
+    }
+}
