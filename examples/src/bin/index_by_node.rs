@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
+use kube::{Api, Client};
 use kubeward::informer::Factory;
 
 /// Command-line flags of the example.
@@ -33,8 +33,8 @@ async fn main() -> anyhow::Result<()> {
     let client = Client::try_default().await?;
 
     // ANCHOR: index
-    let factory = Factory::new(client);
-    let pods = factory.informer::<Pod>();
+    let factory = Factory::new(client.clone());
+    let pods = factory.informer(Api::<Pod>::all(client));
     pods.add_index("node", by_node)?;
     factory.start()?;
     factory.wait_for_sync().await?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
+use kube::{Api, Client};
 use kubeward::cache::Deleted;
 use kubeward::informer::{Factory, handler_fns};
 
@@ -37,11 +37,11 @@ async fn main() -> anyhow::Result<()> {
     let client = Client::try_default().await?;
 
     // ANCHOR: informer
-    let factory = Factory::new(client);
-    let pods = match &args.namespace {
-        Some(namespace) => factory.namespaced_informer::<Pod>(namespace),
-        None => factory.informer::<Pod>(),
-    };
+    let factory = Factory::new(client.clone());
+    let pods = factory.informer(match &args.namespace {
+        Some(namespace) => Api::<Pod>::namespaced(client, namespace),
+        None => Api::<Pod>::all(client),
+    });
     let _registration = pods.add_handler(
         handler_fns()
             .on_add(|pod: Arc<Pod>| tracing::info!(pod = name(&pod), "added"))

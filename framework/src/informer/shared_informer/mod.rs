@@ -93,8 +93,9 @@ where
         Self::build(config, Some((client, url)))
     }
 
-    /// An informer without a reflector: changes come only from its fan-out (tests and
-    /// benchmarks of the fan-out).
+    /// An informer without a reflector: changes come only from its fan-out (tests of the
+    /// fan-out).
+    #[cfg(test)]
     pub(crate) fn without_reflector(config: Config) -> Self {
         Self::build(config, None)
     }

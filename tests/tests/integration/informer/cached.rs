@@ -1,5 +1,7 @@
 //! What an informer caches: metadata only, indexes, managedFields and transforms, compact objects.
 
+use kube::core::PartialObjectMeta;
+
 use super::*;
 
 #[tokio::test]
@@ -10,7 +12,10 @@ async fn a_metadata_informer_caches_only_metadata_and_follows_changes() -> anyho
     create_many(&admin, "meta", 3).await?;
 
     let factory = Factory::new(cp.client());
-    let metadata = factory.namespaced_metadata_informer::<ConfigMap>(&ns);
+    let metadata = factory.informer(Api::<PartialObjectMeta<ConfigMap>>::namespaced(
+        cp.client(),
+        &ns,
+    ));
     factory.start()?;
     tokio::time::timeout(SYNC, factory.wait_for_sync()).await??;
     admin
@@ -77,7 +82,7 @@ async fn pods_indexed_by_node_are_found_by_node_and_follow_a_move() -> anyhow::R
     }
 
     let factory = Factory::new(cp.client());
-    let informer = factory.namespaced_informer::<Pod>(&ns);
+    let informer = factory.informer(Api::<Pod>::namespaced(cp.client(), &ns));
     informer.add_index("node", |pod: &Pod| {
         pod.spec
             .as_ref()
@@ -143,7 +148,7 @@ async fn managed_fields_are_stripped_unless_kept_and_transforms_run_before_cachi
     );
     stripped.add_transform(|cm: &mut ConfigMap| {
         cm.data.get_or_insert_default().remove("value");
-    });
+    })?;
     let kept = SharedInformer::new(
         Api::<ConfigMap>::namespaced(cp.client(), &ns),
         informer::Config::default().strip_managed_fields(false),
@@ -191,23 +196,23 @@ async fn a_compact_informer_caches_the_same_objects_as_a_default_one_through_lis
     let admin: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     create_many(&admin, "c", 250).await?;
 
-    let informer = |config: informer::Config| {
+    let informer = |config: informer::Config| -> anyhow::Result<SharedInformer<ConfigMap>> {
         let informer = SharedInformer::new(Api::<ConfigMap>::namespaced(cp.client(), &ns), config);
         informer.add_transform(|cm: &mut ConfigMap| {
             cm.metadata
                 .labels
                 .get_or_insert_default()
                 .insert("cached".into(), "yes".into());
-        });
-        informer
+        })?;
+        Ok(informer)
     };
-    let default = informer(informer::Config::default().page_size(100));
-    let compact = informer(informer::Config::default().page_size(100).compact(16));
+    let default = informer(informer::Config::default().page_size(100))?;
+    let compact = informer(informer::Config::default().page_size(100).compact(16))?;
     let kept = informer(
         informer::Config::default()
             .compact(0)
             .strip_managed_fields(false),
-    );
+    )?;
     for informer in [&default, &compact, &kept] {
         informer.start()?;
         tokio::time::timeout(SYNC, informer.wait_for_sync()).await??;

@@ -95,8 +95,8 @@ async fn a_custom_resource_that_does_not_decode_is_skipped_and_every_other_one_i
         .await?;
 
     let factory = Factory::new(cp.client());
-    let widgets = factory.namespaced_informer::<Widget>(&ns);
-    let untyped = factory.informer_with(dynamic.clone(), informer::Config::default());
+    let widgets = factory.informer(Api::<Widget>::namespaced(cp.client(), &ns));
+    let untyped = factory.informer(dynamic.clone());
     factory.start()?;
     tokio::time::timeout(SYNC, factory.wait_for_sync()).await??;
 

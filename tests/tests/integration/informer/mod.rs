@@ -394,20 +394,20 @@ async fn two_handlers_and_two_consumers_through_the_factory_share_one_list_and_o
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("inf-shared").await?;
     let factory = Factory::new(cp.client());
-    let first = factory.namespaced_informer::<ConfigMap>(&ns);
-    let second = factory.namespaced_informer::<ConfigMap>(&ns);
+    let first = factory.informer(Api::<ConfigMap>::namespaced(cp.client(), &ns));
+    let second = factory.informer(Api::<ConfigMap>::namespaced(cp.client(), &ns));
     assert!(
         first.ptr_eq(&second),
         "the same type and namespace must give the same informer"
     );
     assert!(
-        !first.ptr_eq(&factory.informer::<ConfigMap>()),
+        !first.ptr_eq(&factory.informer(Api::<ConfigMap>::all(cp.client()))),
         "all namespaces is another informer"
     );
     assert!(!first.ptr_eq(&factory.informer_with(
         Api::<ConfigMap>::namespaced(cp.client(), &ns),
         informer::Config::default().labels("app=other"),
-    )));
+    )?));
 
     let (first_events, first_handler) = recorder();
     let (second_events, second_handler) = recorder();

@@ -63,7 +63,7 @@ async fn an_object_that_does_not_decode_is_skipped_and_every_other_one_still_flo
     }
 
     let factory = Factory::new(cp.client());
-    let numbers = factory.namespaced_informer::<NumberMap>(&ns);
+    let numbers = factory.informer(Api::<NumberMap>::namespaced(cp.client(), &ns));
     factory.start()?;
     tokio::time::timeout(SYNC, factory.wait_for_sync()).await??;
     let mut cached: Vec<(String, u64)> = numbers

@@ -305,7 +305,7 @@ async fn a_standby_replica_queues_nothing_and_as_the_new_leader_reconciles_every
     let standby = manager(cp.client(), &ns, &second, OnLeadershipLoss::Standby);
     let standby_cache = standby
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(standby.client(), &ns))
         .store();
     let (standby_registry, standby_token) = (standby.registry().clone(), standby.shutdown_token());
     let standby_run = tokio::spawn(standby.run());

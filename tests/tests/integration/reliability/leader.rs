@@ -110,7 +110,7 @@ async fn replica(
     let (manager, probes) = new_manager(cp.client_through(&proxy), ns, config);
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), ns))
         .store();
     manager.add(
         Controller::<ConfigMap>::new(witness.clone())

@@ -37,7 +37,7 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
     let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
         .store();
     manager.add(
         Controller::<ConfigMap>::new(witness.clone())

@@ -45,7 +45,7 @@ pub(super) async fn stalled_connection(cp: &ControlPlane) -> anyhow::Result<Vec<
     let (manager, probes) = new_manager(client.clone(), &ns, Config::default());
     let informer = manager
         .factory()
-        .informer_with(Api::<ConfigMap>::namespaced(client, &ns), informer_config());
+        .informer_with(Api::<ConfigMap>::namespaced(client, &ns), informer_config())?;
     let cache = informer.store();
     manager.add(
         Controller::<ConfigMap>::new(witness.clone())
@@ -116,7 +116,7 @@ pub(super) async fn compacted_history(cp: &ControlPlane) -> anyhow::Result<Vec<R
     let (manager, probes) = new_manager(client.clone(), &ns, Config::default());
     let informer = manager
         .factory()
-        .informer_with(Api::<Event>::namespaced(client, &ns), informer_config());
+        .informer_with(Api::<Event>::namespaced(client, &ns), informer_config())?;
     let cache = informer.store();
     manager.add(
         Controller::<Event>::new(witness.clone())

@@ -115,7 +115,7 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
     let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
         .store();
     manager.add(
         Controller::new(faulty.clone())

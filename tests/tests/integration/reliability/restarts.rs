@@ -24,7 +24,7 @@ pub(super) async fn apiserver_killed_and_restarted(
     let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
         .store();
     manager.add(
         Controller::<ConfigMap>::new(witness.clone())

@@ -134,7 +134,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
     let (manager, probes) = new_manager(cp.client(), &ns, config(&ns));
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
         .store();
     manager.add(
         Controller::<ConfigMap>::new(witness.clone())

@@ -31,7 +31,7 @@ pub(super) async fn apiserver_unreachable(cp: &ControlPlane) -> anyhow::Result<V
     let (manager, probes) = new_manager(cp.client_through(&proxy), &ns, Config::default());
     let cache = manager
         .factory()
-        .namespaced_informer::<ConfigMap>(&ns)
+        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
         .store();
     manager.add(Controller::<ConfigMap>::new(witness.clone()).name("startup"));
     let operator = Operator::start(manager, probes);

@@ -52,7 +52,9 @@ pub(super) async fn custom_resources(cp: &ControlPlane) -> anyhow::Result<Vec<Ro
 
     let witness = Witness::default();
     let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
-    let informer = manager.factory().namespaced_informer::<Gadget>(&ns);
+    let informer = manager
+        .factory()
+        .informer(Api::<Gadget>::namespaced(manager.client(), &ns));
     let cache = informer.store();
     manager.add(Controller::<Gadget>::new(witness.clone()).name("gadgets"));
     let created = Instant::now();
