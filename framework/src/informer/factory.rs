@@ -12,7 +12,7 @@ use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use super::{Config, Error, Result, SharedInformer, Stats};
+use super::{Config, Error, Result, SharedInformer, Stats, Synced};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -58,7 +58,7 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// What the factory does with every informer, whatever its type.
 trait ErasedInformer: Send + Sync {
     fn start(&self) -> Result<()>;
-    fn wait_for_sync(&self) -> BoxFuture<'_, Result<()>>;
+    fn synced(&self) -> Synced;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
     fn clone_box(&self) -> Box<dyn ErasedInformer>;
     fn stats(&self) -> Arc<Stats>;
@@ -73,8 +73,8 @@ where
         SharedInformer::start(self)
     }
 
-    fn wait_for_sync(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(SharedInformer::wait_for_sync(self))
+    fn synced(&self) -> Synced {
+        SharedInformer::synced(self)
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -227,8 +227,8 @@ impl Factory {
     /// # Errors
     /// [`Error::ShutDown`] if one is shut down first.
     pub async fn wait_for_sync(&self) -> Result<()> {
-        let erased = self.erased();
-        try_join_all(erased.iter().map(|informer| informer.wait_for_sync())).await?;
+        let synced: Vec<Synced> = self.erased().iter().map(|i| i.synced()).collect();
+        try_join_all(synced.iter().map(Synced::wait)).await?;
         Ok(())
     }
 

@@ -63,6 +63,7 @@ mod listener;
 mod reflector;
 mod shared_informer;
 mod stats;
+mod synced;
 mod transforms;
 mod watchable;
 
@@ -79,4 +80,5 @@ pub use stats::Stats;
 pub use watchable::Watchable;
 
 pub(crate) use factory::Observed;
+pub(crate) use synced::Synced;
 pub(crate) use watchable::namespace_of;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::fan_out::FanOut;
 use super::listener::Listener;
 use super::reflector::{Progress, Reflector};
+use super::synced::Synced;
 use super::transforms::Transforms;
 use super::{Config, Error, EventHandler, Registration, Result, Stats};
 use crate::cache::{self, Decode, Store};
@@ -250,11 +251,12 @@ where
     /// [`Error::ShutDown`] if the informer is shut down first.
     #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_sync(&self) -> Result<()> {
-        let mut synced = self.inner.progress.subscribe();
-        tokio::select! {
-            result = synced.wait_for(|synced| *synced) => result.map(drop).map_err(|_| Error::ShutDown),
-            () = self.inner.shutdown.cancelled() => Err(Error::ShutDown),
-        }
+        self.synced().wait().await
+    }
+
+    /// Whether this informer has synced, without its type, to wait on many kinds at once.
+    pub(crate) fn synced(&self) -> Synced {
+        Synced::new(self.inner.progress.subscribe(), self.inner.shutdown.clone())
     }
 
     /// The resourceVersion of the latest list, event or bookmark the informer has seen.
