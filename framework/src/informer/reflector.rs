@@ -214,17 +214,15 @@ where
                     relist.apply(obj, json);
                 }
             }
-            match next {
-                Some(next) => fetching = next,
-                None => {
-                    let version = page.metadata.resource_version.unwrap_or_default();
-                    relist.finish();
-                    self.progress.set_resource_version(&version);
-                    self.progress.synced_now();
-                    Stats::count(&self.progress.stats.relists);
-                    return Ok(version);
-                }
-            }
+            let Some(next) = next else {
+                let version = page.metadata.resource_version.unwrap_or_default();
+                relist.finish();
+                self.progress.set_resource_version(&version);
+                self.progress.synced_now();
+                Stats::count(&self.progress.stats.relists);
+                return Ok(version);
+            };
+            fetching = next;
         }
     }
 
