@@ -140,16 +140,20 @@ impl Factory {
     /// through `Api::all_with`.
     ///
     /// ```no_run
-    /// # async fn demo(client: kube::Client) {
     /// use k8s_openapi::api::core::v1::Pod;
     /// use kube::Api;
-    ///     /// use kubeward::informer::Factory;
+    /// use kube::core::PartialObjectMeta;
+    /// use kubeward::informer::Factory;
     ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), kube::Error> {
+    /// # let client = kube::Client::try_default().await?;
     /// let factory = Factory::new(client.clone());
     /// let pods = factory.informer(Api::<Pod>::all(client.clone()));
     /// let in_default = factory.informer(Api::<Pod>::namespaced(client.clone(), "default"));
     /// let names_only = factory.informer(Api::<PartialObjectMeta<Pod>>::all(client));
     /// # let _ = (pods, in_default, names_only);
+    /// # Ok(())
     /// # }
     /// ```
     #[must_use]
