@@ -26,7 +26,9 @@ const VERB_ORDER: &[&str] = &[
 pub const RECONCILED_VERBS: &[&str] = &["get", "list", "watch", "patch", "update"];
 /// Verbs on the status subresource.
 pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
-/// Verbs on the finalizers subresource (needed to set `blockOwnerDeletion` on owned objects).
+/// Verbs on the finalizers subresource: where the API server enforces owner-reference permissions
+/// (the `OwnerReferencesPermissionEnforcement` admission plugin), setting `blockOwnerDeletion` on
+/// an owned object's reference to its owner needs them.
 pub const FINALIZERS_VERBS: &[&str] = &["update"];
 /// Verbs on owned kinds: read, and create/change/delete them.
 pub const OWNED_VERBS: &[&str] = &[
@@ -79,8 +81,9 @@ impl Rules {
         self
     }
 
-    /// The rules of a controller's own kind `K`, plus its status and finalizers subresources
-    /// when it has them.
+    /// The rules of a controller's own kind `K`, plus its status subresource when `status`, and
+    /// its finalizers subresource when `finalizer`: the derive sets it when the controller
+    /// declares a finalizer or owns objects (whose owner references block the owner's deletion).
     pub fn reconciled<K: Resource<DynamicType = ()>>(self, status: bool, finalizer: bool) -> Self {
         let (group, plural) = (K::group(&()), K::plural(&()));
         let mut rules = self.rule(&[&group], &[&plural], RECONCILED_VERBS);

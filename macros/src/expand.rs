@@ -29,7 +29,9 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
     let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
     let status = c.status;
-    let has_finalizer = c.finalizer.is_some();
+    // `update` on `<plural>/finalizers`: for the finalizer, and for the `blockOwnerDeletion` of
+    // the owner references `ctx.apply` sets on owned objects.
+    let needs_finalizers = c.finalizer.is_some() || !c.owns.is_empty();
     let owned_rules = c
         .owns
         .iter()
@@ -90,7 +92,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                         #concurrency
                 };
                 let rules = #krate::rbac::Rules::new()
-                    .reconciled::<#kind>(#status, #has_finalizer)
+                    .reconciled::<#kind>(#status, #needs_finalizers)
                     #(#owned_rules)*
                     #(#watched_rules)*
                     .events()

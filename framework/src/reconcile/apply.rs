@@ -20,7 +20,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// controller owns what it applies). `owner` becomes the child's controller owner
     /// reference, so changes to the child reconcile the owner (with
     /// [`owns`](crate::controller::Controller::owns)) and Kubernetes' garbage collector deletes
-    /// it with the owner. A namespaced child without a namespace goes in the owner's.
+    /// it with the owner. The reference sets `blockOwnerDeletion`, as controller-runtime does: a
+    /// foreground deletion of the owner waits for the child, and where the API server enforces
+    /// owner-reference permissions the controller needs `update` on the owner's `finalizers`
+    /// (which the derive's RBAC rules grant). A namespaced child without a namespace goes in the
+    /// owner's.
     ///
     /// **No request is sent when nothing would change**: when the controller's cache of `C`
     /// (the informer it has because it owns `C`) holds the child with every field `child` sets
@@ -36,9 +40,12 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     where
         C: Watchable + Serialize,
     {
-        let owner_ref = owner
+        let mut owner_ref = owner
             .controller_owner_ref(&())
             .ok_or_else(|| incomplete::<K>(owner.meta().name.as_deref(), "metadata.uid"))?;
+        // As controller-runtime's `SetControllerReference`: a foreground deletion of the owner
+        // waits for the child.
+        owner_ref.block_owner_deletion = Some(true);
         let meta = child.meta_mut();
         let name = meta
             .name
@@ -73,7 +80,15 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         }
 
         let params = PatchParams::apply(self.name()).force();
-        let fail = |e| Error::request::<C>("patch", None, namespace.as_deref(), &name, e);
+        let fail = |e: kube::Error| {
+            if refuses_owner_finalizers(&e) {
+                let owner_meta = owner.meta();
+                let owner_name = owner_meta.name.as_deref().unwrap_or_default();
+                let owner_ns = owner_meta.namespace.as_deref();
+                return Error::request::<K>("update", Some("finalizers"), owner_ns, owner_name, e);
+            }
+            Error::request::<C>("patch", None, namespace.as_deref(), &name, e)
+        };
         let request = Request::new(C::url_path(&(), namespace.as_deref()))
             .patch(&name, &params, &Patch::Apply(&desired))
             .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
@@ -85,10 +100,47 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     }
 }
 
+/// Whether the API server refused the owner reference's `blockOwnerDeletion`: with the
+/// `OwnerReferencesPermissionEnforcement` admission plugin, setting it needs `update` on the
+/// owner's `finalizers` subresource, not only the patch of the child.
+fn refuses_owner_finalizers(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status)
+        if status.code == 403 && status.message.contains("blockOwnerDeletion")
+            && status.message.contains("finalizers"))
+}
+
 fn incomplete<C: Resource<DynamicType = ()>>(name: Option<&str>, missing: &'static str) -> Error {
     Error::Incomplete {
         kind: C::kind(&()).into_owned(),
         name: name.unwrap_or_default().to_owned(),
         missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forbidden(message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "Forbidden")
+                .with_code(403)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn only_the_admission_refusal_of_block_owner_deletion_blames_the_owner_finalizers() {
+        // The message of kube-apiserver's OwnerReferencesPermissionEnforcement plugin (v1.20),
+        // which names neither the verb nor the resource it lacks.
+        let refused = forbidden(
+            "configmaps \"a\" is forbidden: cannot set blockOwnerDeletion if an ownerReference \
+             refers to a resource you can't set finalizers on: , <nil>",
+        );
+        assert!(refuses_owner_finalizers(&refused));
+        let rbac = forbidden(
+            "configmaps \"a\" is forbidden: User \"u\" cannot patch resource \"configmaps\"",
+        );
+        assert!(!refuses_owner_finalizers(&rbac));
     }
 }

@@ -61,10 +61,22 @@ impl ControlPlane {
     /// not start, or a control plane that is not ready within 90 s ([`Error::NotReady`], with the
     /// end of its log).
     pub async fn start() -> Result<Self> {
+        Self::start_with_apiserver_flags(&[]).await
+    }
+
+    /// Starts a new control plane, like [`Self::start`], whose kube-apiserver also gets `flags`
+    /// after its own (a flag given again wins), e.g.
+    /// `--enable-admission-plugins=OwnerReferencesPermissionEnforcement` to test what a cluster
+    /// with that plugin refuses.
+    ///
+    /// # Errors
+    /// As [`Self::start`]; an unknown or invalid flag makes kube-apiserver exit, reported as
+    /// [`Error::NotReady`] with the end of its log.
+    pub async fn start_with_apiserver_flags(flags: &[&str]) -> Result<Self> {
         let binaries = Binaries::find()?;
         let mut attempt = 1;
         loop {
-            match Self::start_once(&binaries).await {
+            match Self::start_once(&binaries, flags).await {
                 Err(Error::NotReady { log_tail, .. })
                     if attempt < START_ATTEMPTS && log_tail.contains("address already in use") =>
                 {
@@ -260,7 +272,7 @@ impl ControlPlane {
         Ok(created.metadata.name.unwrap_or_default())
     }
 
-    async fn start_once(binaries: &Binaries) -> Result<Self> {
+    async fn start_once(binaries: &Binaries, flags: &[&str]) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("kubeward-cp-")
             .tempdir()
@@ -281,7 +293,8 @@ impl ControlPlane {
             root.join("etcd.log"),
         )?;
         let apiserver_program = binaries.kube_apiserver.clone();
-        let apiserver_args = apiserver_args(&root, &etcd_url, api_port);
+        let mut apiserver_args = apiserver_args(&root, &etcd_url, api_port);
+        apiserver_args.extend(flags.iter().map(|&f| f.to_owned()));
         let apiserver = Supervised::spawn(
             &apiserver_program,
             &apiserver_args,

@@ -12,5 +12,7 @@ mod kubectl;
 mod leader;
 mod manager;
 mod metrics;
+mod rbac;
 mod reconcile_kit;
 mod reliability;
+mod triggers;

@@ -1,6 +1,7 @@
 //! The book stays in step with the code it documents.
 
 mod comparison;
+mod evidence;
 mod flags;
 mod includes;
 mod metrics;

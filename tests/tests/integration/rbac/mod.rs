@@ -1,0 +1,220 @@
+//! The RBAC rules `#[derive(Controller)]` generates, on a real cluster: each is necessary and
+//! together they are sufficient.
+//!
+//! The example operator runs as a ServiceAccount bound to a ClusterRole holding the generated
+//! rules, or all of them but one. Without a rule it fails with an error naming the missing
+//! permission, wherever that error surfaces: a reconcile error, a cache that cannot list, an
+//! Event that cannot be recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use kubeward::manager::{Config, Manager};
+use kubeward::testing::ControlPlane;
+use kubeward_examples::configmap_generator::{
+    ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
+};
+use kubeward_tests::{ensure_definition, metric_sum, wait_for};
+use parking_lot::Mutex;
+
+mod necessary;
+mod owner_references;
+mod sufficient;
+
+/// The controller name declared in `#[controller(name = ...)]` of the example.
+const CONTROLLER: &str = "configmap-generator";
+/// How long the operator may take to react, or to fail.
+const REACT: Duration = Duration::from_secs(60);
+
+/// The generated rules without the one on `resource`; fails unless exactly one rule goes.
+fn all_rules_but(resource: &str) -> anyhow::Result<Vec<PolicyRule>> {
+    let all = ConfigMapGenerator::rbac_rules();
+    let rest: Vec<PolicyRule> = all
+        .iter()
+        .filter(|r| r.resources.as_deref() != Some(&[resource.to_owned()][..]))
+        .cloned()
+        .collect();
+    anyhow::ensure!(
+        rest.len() + 1 == all.len(),
+        "exactly one generated rule is on {resource}: {all:?}"
+    );
+    Ok(rest)
+}
+
+/// Creates a ServiceAccount in `ns` bound cluster-wide to a ClusterRole holding `rules`, and
+/// waits until the authorizer applies the binding.
+async fn bind_service_account(
+    cp: &ControlPlane,
+    ns: &str,
+    name: &str,
+    rules: Vec<PolicyRule>,
+) -> anyhow::Result<Client> {
+    let meta = |name: &str| ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    let post = PostParams::default();
+    let account = ServiceAccount {
+        metadata: meta(name),
+        ..ServiceAccount::default()
+    };
+    Api::<ServiceAccount>::namespaced(cp.client(), ns)
+        .create(&post, &account)
+        .await?;
+    let role_name = format!("{ns}-{name}");
+    let role = ClusterRole {
+        metadata: meta(&role_name),
+        rules: Some(rules.clone()),
+        ..ClusterRole::default()
+    };
+    Api::<ClusterRole>::all(cp.client())
+        .create(&post, &role)
+        .await?;
+    let binding = ClusterRoleBinding {
+        metadata: meta(&role_name),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: role_name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: name.to_owned(),
+            namespace: Some(ns.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(cp.client())
+        .create(&post, &binding)
+        .await?;
+    let client = cp.service_account_client(ns, name);
+    // The apiserver's RBAC authorizer learns of new bindings from its own informers: wait until
+    // every rule is in effect, so that a refusal can only come from a rule left out.
+    for rule in &rules {
+        wait_for(
+            Duration::from_secs(30),
+            &format!("the ServiceAccount's binding to allow {rule:?}"),
+            || async { allowed(&client, ns, rule).await.then_some(()) },
+        )
+        .await?;
+    }
+    Ok(client)
+}
+
+/// Whether `client` may do the first verb of `rule` on its first group and resource in `ns`.
+async fn allowed(client: &Client, ns: &str, rule: &PolicyRule) -> bool {
+    let first = |v: &Option<Vec<String>>| v.as_ref().and_then(|v| v.first().cloned());
+    let resource = first(&rule.resources).unwrap_or_default();
+    let (resource, subresource) = match resource.split_once('/') {
+        Some((resource, sub)) => (resource.to_owned(), Some(sub.to_owned())),
+        None => (resource, None),
+    };
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(ns.to_owned()),
+                group: first(&rule.api_groups),
+                resource: Some(resource),
+                subresource,
+                verb: rule.verbs.first().cloned(),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await;
+    answer.is_ok_and(|r| r.status.is_some_and(|s| s.allowed))
+}
+
+/// A namespace and a manager with the derived controller, whose client is a ServiceAccount bound
+/// to exactly `rules`.
+async fn run_as(
+    cp: &ControlPlane,
+    prefix: &str,
+    rules: Vec<PolicyRule>,
+) -> anyhow::Result<(String, Manager)> {
+    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace(prefix).await?;
+    let client = bind_service_account(cp, &ns, "operator", rules).await?;
+    let manager = Manager::new(client, Config::default().namespace(Some(ns.clone())));
+    manager.add(ConfigMapGenerator::controller(Generator));
+    Ok((ns, manager))
+}
+
+fn generator(name: &str) -> ConfigMapGenerator {
+    let mut g = ConfigMapGenerator::new(
+        name,
+        ConfigMapGeneratorSpec {
+            content: "least privilege".into(),
+        },
+    );
+    g.metadata = ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
+    g
+}
+
+fn reconcile_errors(manager: &prometheus::Registry) -> f64 {
+    metric_sum(
+        manager,
+        "controller_runtime_reconcile_errors_total",
+        ("controller", CONTROLLER),
+        |m| m.get_counter().get_value(),
+    )
+}
+
+/// The warnings and errors logged on this thread; with a current-thread runtime that is every
+/// task of the test, the manager's included.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl Log {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let log = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("warn")
+            .with_ansi(false)
+            .with_writer(move || log.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+
+    /// Waits for a logged line holding every one of `parts`, and returns it.
+    async fn line_with(&self, parts: &[&str]) -> anyhow::Result<String> {
+        let what = format!("a logged line with {parts:?}");
+        let found = wait_for(REACT, &what, || async {
+            self.text()
+                .lines()
+                .find(|line| parts.iter().all(|p| line.contains(p)))
+                .map(str::to_owned)
+        })
+        .await;
+        found.map_err(|e| e.context(format!("the log so far:\n{}", self.text())))
+    }
+}
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
