@@ -44,7 +44,7 @@ impl<K> std::fmt::Debug for Bound<K> {
 impl<K: Watchable> Controller<K> {
     /// Binds the controller to `cluster` without a Manager (kube-runtime's `Controller::run`):
     /// registers its handlers on the shared informers of its kind and of what it owns and
-    /// watches. Then [`Bound::run`] reconciles until shutdown.
+    /// watches. Then [`Bound::run`] reconciles until a shutdown future completes.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -56,12 +56,13 @@ impl<K: Watchable> Controller<K> {
     /// #     type Error = kube::Error;
     /// #     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
     /// # }
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let client = kube::Client::try_default().await?;
     /// let cluster = Cluster::new(Arc::new(Factory::new(client)));
     /// let controller = Controller::new(Audit).bind(&cluster);
-    /// let shutdown = tokio_util::sync::CancellationToken::new();
-    /// controller.run(shutdown).await?; // until `shutdown` is cancelled
+    /// let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
+    /// controller.run(ctrl_c).await?; // until Ctrl-C, then the reconciles in flight finish
     /// # Ok(()) }
     /// ```
     pub fn bind(self, cluster: &Cluster) -> Bound<K> {

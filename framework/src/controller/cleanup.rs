@@ -39,6 +39,43 @@ use super::{Context, Reconciler};
 /// let controller = Controller::with_finalizer(Mirror, "example.com/mirror");
 /// # let _ = controller;
 /// ```
+///
+/// A finalizer without a cleanup does not compile:
+///
+/// ```compile_fail,E0277
+/// # use std::sync::Arc;
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # use kubeward::controller::{Action, Context, Controller, Reconciler};
+/// struct Forgetful;
+///
+/// impl Reconciler<ConfigMap> for Forgetful {
+///     type Error = kube::Error;
+///     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> {
+///         Ok(Action::await_change())
+///     }
+/// }
+///
+/// let controller = Controller::with_finalizer(Forgetful, "example.com/mirror");
+/// ```
+///
+/// Nor does a cleanup written where no finalizer would ever call it, in the `Reconciler`:
+///
+/// ```compile_fail,E0407
+/// # use std::sync::Arc;
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # use kubeward::controller::{Action, Context, Reconciler};
+/// struct Misplaced;
+///
+/// impl Reconciler<ConfigMap> for Misplaced {
+///     type Error = kube::Error;
+///     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> {
+///         Ok(Action::await_change())
+///     }
+///     async fn cleanup(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<(), kube::Error> {
+///         Ok(())
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no cleanup for its finalizer to run",
     label = "a finalizer needs a cleanup",

@@ -57,7 +57,10 @@ where
 }
 
 /// `reconciler` behind `finalizer`, erased.
-pub(crate) fn erase_finalized<K, R>(reconciler: R, finalizer: String) -> Arc<dyn ErasedReconciler<K>>
+pub(crate) fn erase_finalized<K, R>(
+    reconciler: R,
+    finalizer: String,
+) -> Arc<dyn ErasedReconciler<K>>
 where
     K: Watchable,
     R: Cleanup<K>,

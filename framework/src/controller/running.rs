@@ -94,12 +94,12 @@ impl Drop for ResetGauges {
 }
 
 impl<K: Watchable> Bound<K> {
-    /// Reconciles until `shutdown` is cancelled: starts the informers that are not running yet,
+    /// Reconciles until `shutdown` completes: starts the informers that are not running yet,
     /// waits until the caches of the controller's kind and of what it owns and watches have
     /// synced, then works a fresh queue with the controller's concurrency. Every cached object
     /// is reconciled once, unless the handlers queued each change since the informers started.
     ///
-    /// On shutdown no new reconcile starts; the future completes once the reconciles in flight
+    /// Once `shutdown` completes no new reconcile starts; the future completes once the reconciles in flight
     /// have finished. Run it again afterwards (e.g. for another term of leadership) to start over
     /// with a fresh queue; never run it twice at once.
     ///
@@ -109,8 +109,20 @@ impl<K: Watchable> Bound<K> {
     ///
     /// # Cancel safety
     /// Dropping the future stops the workers at their next `.await` without finishing what
-    /// they were reconciling; cancel `shutdown` instead for a graceful stop.
-    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), informer::Error> {
+    /// they were reconciling; complete `shutdown` instead for a graceful stop.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), informer::Error> {
+        let token = CancellationToken::new();
+        let work = self.work(token.clone());
+        tokio::pin!(work);
+        tokio::select! {
+            // Before shutdown, only an error ends the work.
+            ended = &mut work => return ended,
+            () = shutdown => token.cancel(),
+        }
+        work.await
+    }
+
+    async fn work(&self, shutdown: CancellationToken) -> Result<(), informer::Error> {
         let wiring = &self.wiring;
         let name = wiring.name.as_str();
         let _reset = ResetGauges(Arc::clone(&wiring.queues.metrics));

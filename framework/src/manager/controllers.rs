@@ -65,7 +65,7 @@ impl<K: Watchable> Runnable for Term<K> {
         self: Box<Self>,
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
-        Box::pin(async move { Ok(self.0.run(shutdown).await?) })
+        Box::pin(async move { Ok(self.0.run(shutdown.cancelled_owned()).await?) })
     }
 }
 
@@ -120,7 +120,10 @@ mod tests {
         manager.add(Controller::new(Nothing).name("one"));
         manager.add(Controller::new(Nothing).name("two"));
         let debug = format!("{manager:?}");
-        assert!(debug.contains("\"one\"") && debug.contains("\"two\""), "{debug}");
+        assert!(
+            debug.contains("\"one\"") && debug.contains("\"two\""),
+            "{debug}"
+        );
     }
 
     /// Names of the manager's layer: code under `controller/` uses none of them.
@@ -136,7 +139,11 @@ mod tests {
         let in_code = code
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .find_map(|word| MANAGER_NAMES.into_iter().find(|name| *name == word));
-        in_code.or_else(|| MANAGER_PATHS.into_iter().find(|path| comment.contains(path)))
+        in_code.or_else(|| {
+            MANAGER_PATHS
+                .into_iter()
+                .find(|path| comment.contains(path))
+        })
     }
 
     fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
@@ -161,7 +168,11 @@ mod tests {
             let text = std::fs::read_to_string(&file).expect("a source file reads");
             for (n, line) in text.lines().enumerate() {
                 if let Some(name) = names_the_manager(line) {
-                    offences.push(format!("{}:{}: `{name}` in {line:?}", file.display(), n + 1));
+                    offences.push(format!(
+                        "{}:{}: `{name}` in {line:?}",
+                        file.display(),
+                        n + 1
+                    ));
                 }
             }
         }
@@ -175,14 +186,23 @@ mod tests {
 
     #[test]
     fn the_layer_check_catches_code_and_doc_links_but_not_prose() {
-        assert_eq!(names_the_manager("use crate::manager::Runnable;"), Some("manager"));
-        assert_eq!(names_the_manager("    let manager = Manager::new(c, cfg);"), Some("manager"));
+        assert_eq!(
+            names_the_manager("use crate::manager::Runnable;"),
+            Some("manager")
+        );
+        assert_eq!(
+            names_the_manager("    let manager = Manager::new(c, cfg);"),
+            Some("manager")
+        );
         assert_eq!(names_the_manager("fn f() -> BoxError {"), Some("BoxError"));
         assert_eq!(
             names_the_manager("/// Hand it to [`Manager::add`](crate::manager::Manager::add)."),
             Some("crate::manager")
         );
-        assert_eq!(names_the_manager("//! the manager sits on top: `Manager::add`"), None);
+        assert_eq!(
+            names_the_manager("//! the manager sits on top: `Manager::add`"),
+            None
+        );
         assert_eq!(names_the_manager("let managerial = 1; // managed"), None);
     }
 }

@@ -121,7 +121,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Registering the manager's families in a new registry: no family is there before them, and
 /// their names are distinct (`metrics::REFERENCE` lists each once), so none can clash. Every
 /// test that makes a Manager would fail if one did.
-const CLASH: &str = "invariant: the manager's metric families have distinct names and the registry is new";
+const CLASH: &str =
+    "invariant: the manager's metric families have distinct names and the registry is new";
 
 /// A new registry with the controller, queue, leader-election and client families in it.
 fn new_registry() -> (Registry, Metrics) {

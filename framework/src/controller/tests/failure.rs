@@ -4,6 +4,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{Running, start};
+use crate::controller::failure::applies;
+use crate::controller::{self, Action, Cleanup, Context, Controller, ErrorAction, Reconciler};
+use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::testing::fake::Verb;
+use crate::testing::{FakeApiServer, events_about, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
@@ -12,12 +18,6 @@ use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use super::{Running, start};
-use crate::controller::failure::applies;
-use crate::controller::{self, Action, Cleanup, Context, Controller, ErrorAction, Reconciler};
-use crate::queue::rate_limiter::ExponentialBackoff;
-use crate::testing::fake::Verb;
-use crate::testing::{FakeApiServer, events_about, wait_for};
 
 /// What a widget's reconcile does, by `spec.mode`.
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -357,7 +357,10 @@ async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going
     let fake = fake();
     let widgets = Widgets::default();
     fake.seed(&widget("doomed", "ok")).expect("seed");
-    let running = run(&fake, Controller::with_finalizer(widgets.clone(), FINALIZER));
+    let running = run(
+        &fake,
+        Controller::with_finalizer(widgets.clone(), FINALIZER),
+    );
     wait_for(
         Duration::from_secs(10),
         "doomed to carry the finalizer",

@@ -33,7 +33,7 @@ fn start<K: Watchable>(fake: &FakeApiServer, controller: Controller<K>) -> Runni
     let bound = controller.bind(&cluster);
     let shutdown = CancellationToken::new();
     let (runner, token) = (bound.clone(), shutdown.clone());
-    let task = tokio::spawn(async move { runner.run(token).await });
+    let task = tokio::spawn(async move { runner.run(token.cancelled_owned()).await });
     Running {
         bound,
         factory,
@@ -87,9 +87,11 @@ impl<K: Watchable> Running<K> {
 
     /// Waits until the controller's caches have their first list.
     async fn synced(&self) {
-        wait_for(Duration::from_secs(10), "the controller's cache to sync", || async {
-            self.bound.has_synced().then_some(())
-        })
+        wait_for(
+            Duration::from_secs(10),
+            "the controller's cache to sync",
+            || async { self.bound.has_synced().then_some(()) },
+        )
         .await
         .expect("the cache syncs");
     }

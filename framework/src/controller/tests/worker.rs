@@ -98,7 +98,11 @@ impl Probe {
 impl Reconciler<ConfigMap> for Probe {
     type Error = Scripted;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, Scripted> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _: &Context<ConfigMap>,
+    ) -> Result<Action, Scripted> {
         let name = cm.name_any();
         let attempt = {
             let mut attempts = self.attempts.lock();
@@ -226,7 +230,12 @@ async fn one_worker_reconciles_keys_in_the_order_they_were_queued() {
     // The only worker is busy: these wait, in the order they were created.
     let mut versions = Vec::new();
     for name in ["c", "a", "b"] {
-        versions.push(create(&fake, name).await.resource_version().unwrap_or_default());
+        versions.push(
+            create(&fake, name)
+                .await
+                .resource_version()
+                .unwrap_or_default(),
+        );
     }
     running.queued(3).await;
     gate.add_permits(1);
@@ -254,7 +263,10 @@ async fn changes_during_a_reconcile_wait_for_it_and_fold_into_one_more_pass_at_t
     );
     let mut latest = String::new();
     for n in 0..3 {
-        latest = touch(&fake, "busy", n).await.resource_version().unwrap_or_default();
+        latest = touch(&fake, "busy", n)
+            .await
+            .resource_version()
+            .unwrap_or_default();
     }
     // The watch delivers in order: once `other` is reconciled by the free worker, the three
     // changes of `busy` were queued before it.
@@ -286,7 +298,11 @@ async fn changes_during_a_reconcile_wait_for_it_and_fold_into_one_more_pass_at_t
         "busy, other, busy were handed out, nothing more"
     );
     running.queued(0).await;
-    assert_eq!(*most_at_once.lock(), 1, "one reconcile of an object at a time");
+    assert_eq!(
+        *most_at_once.lock(),
+        1,
+        "one reconcile of an object at a time"
+    );
     running.stop().await;
     assert_eq!(seen.rest(), []);
 }
@@ -415,7 +431,7 @@ async fn shutdown_lets_the_reconcile_in_flight_finish_and_starts_nothing_new() {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let token = shutdown.clone();
     let run = tokio::spawn(async move {
-        let outcome = bound.run(token).await;
+        let outcome = bound.run(token.cancelled_owned()).await;
         returned.store(true, Ordering::SeqCst);
         outcome
     });
