@@ -70,7 +70,7 @@ impl<K: Watchable> Controller<K> {
         let concurrency = self.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
         let factory = &cluster.factory;
         let namespace = cluster.namespace.as_deref();
-        let metrics = &cluster.metrics;
+        let metrics = &cluster.metrics_or_own();
 
         // The queue belongs to a run (see running.rs): until one runs, and between runs, the
         // handlers below queue nothing.

@@ -19,20 +19,18 @@ use crate::metrics::Metrics;
 pub struct Cluster {
     pub(crate) factory: Arc<Factory>,
     pub(crate) namespace: Option<String>,
-    pub(crate) metrics: Metrics,
+    /// Where controllers count; `None` for a registry of their own.
+    pub(crate) metrics: Option<Metrics>,
 }
 
 impl Cluster {
     /// Controllers on `factory`'s client and informers, in every namespace, counting in a
     /// registry of their own (see [`Self::metrics`]).
     pub fn new(factory: Arc<Factory>) -> Self {
-        // The families are registered in a registry made just now: none is there to clash with.
-        let metrics = Metrics::new(&Registry::new())
-            .expect("invariant: a new registry holds no metric family yet");
         Self {
             factory,
             namespace: None,
-            metrics,
+            metrics: None,
         }
     }
 
@@ -45,7 +43,16 @@ impl Cluster {
     /// Counts reconciles and queue activity in `metrics` (the `controller_runtime_*` and
     /// `workqueue_*` families, labelled with each controller's name).
     pub fn metrics(mut self, metrics: Metrics) -> Self {
-        self.metrics = metrics;
+        self.metrics = Some(metrics);
         self
+    }
+
+    /// The metrics controllers count in: those given, else families in a registry of their own.
+    pub(crate) fn metrics_or_own(&self) -> Metrics {
+        self.metrics.clone().unwrap_or_else(|| {
+            // A registry made just now holds no family to clash with.
+            Metrics::new(&Registry::new())
+                .expect("invariant: a new registry holds no metric family yet")
+        })
     }
 }

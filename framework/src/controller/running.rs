@@ -39,7 +39,7 @@ pub(crate) struct Wiring<K> {
     pub(crate) forwarding: Mutex<Option<JoinSet<()>>>,
 }
 
-/// Builds each term's queue, with the controller's metrics and rate limiter.
+/// Builds each run's queue, with the controller's metrics and rate limiter.
 pub(crate) struct Queues {
     metrics: Arc<WorkqueueMetrics>,
     limiter: Option<Arc<Mutex<Box<dyn RateLimiter<ObjectKey>>>>>,
@@ -59,14 +59,14 @@ impl Queues {
     fn build(&self) -> WorkQueue<ObjectKey> {
         let mut queue = WorkQueue::builder().hooks(self.metrics.clone());
         if let Some(limiter) = &self.limiter {
-            // A limiter cannot be cloned: the terms share it, failure counts included.
+            // A limiter cannot be cloned: the runs share it, failure counts included.
             queue = queue.rate_limiter(SharedLimiter(Arc::clone(limiter)));
         }
         queue.build()
     }
 }
 
-/// The user's rate limiter behind the queues of successive terms.
+/// The user's rate limiter behind the queues of successive runs.
 struct SharedLimiter(Arc<Mutex<Box<dyn RateLimiter<ObjectKey>>>>);
 
 impl RateLimiter<ObjectKey> for SharedLimiter {
@@ -83,7 +83,7 @@ impl RateLimiter<ObjectKey> for SharedLimiter {
     }
 }
 
-/// Sets the queue's gauges back to zero when a term ends (also when its task is aborted): the
+/// Sets the queue's gauges back to zero when a run ends (also when its task is aborted): the
 /// queue is gone, so nothing waits and nothing is being worked on.
 struct ResetGauges(Arc<WorkqueueMetrics>);
 
@@ -96,12 +96,12 @@ impl Drop for ResetGauges {
 impl<K: Watchable> Bound<K> {
     /// Reconciles until `shutdown` completes: starts the informers that are not running yet,
     /// waits until the caches of the controller's kind and of what it owns and watches have
-    /// synced, then works a fresh queue with the controller's concurrency. Every cached object
-    /// is reconciled once, unless the handlers queued each change since the informers started.
+    /// synced, then works a fresh queue with the controller's concurrency. Each run reconciles
+    /// every cached object at least once.
     ///
-    /// Once `shutdown` completes no new reconcile starts; the future completes once the reconciles in flight
-    /// have finished. Run it again afterwards (e.g. for another term of leadership) to start over
-    /// with a fresh queue; never run it twice at once.
+    /// Once `shutdown` completes, no new reconcile starts, and the future completes when the
+    /// reconciles in flight have finished. Run it again afterwards (e.g. for another term of
+    /// leadership) to start over with a fresh queue; never run it twice at once.
     ///
     /// # Errors
     /// [`informer::Error::NoRuntime`] outside a tokio runtime, and
@@ -165,7 +165,7 @@ impl<K: Watchable> Bound<K> {
 }
 
 impl<K> Wiring<K> {
-    /// Starts forwarding the external sources, on the first term; they outlive the term.
+    /// Starts forwarding the external sources, on the first run; they outlive the run.
     fn forward_sources(&self) {
         let mut forwarding = self.forwarding.lock();
         if forwarding.is_none() {
