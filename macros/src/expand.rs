@@ -26,11 +26,12 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches::<#ty>(#mapper)));
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
-    let new = match &c.finalizer {
-        Some(f) => quote_spanned! {f.span()=>
+    let new = if let Some(f) = &c.finalizer {
+        quote_spanned! {f.span()=>
             #krate::controller::Controller::<#kind>::with_finalizer(reconciler, #f)
-        },
-        None => quote!(#krate::controller::Controller::<#kind>::new(reconciler)),
+        }
+    } else {
+        quote!(#krate::controller::Controller::<#kind>::new(reconciler))
     };
     let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
     let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));

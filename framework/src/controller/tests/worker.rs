@@ -77,6 +77,7 @@ fn probe(script: Script) -> (Probe, Seeing) {
     (probe, Seeing(rx))
 }
 
+#[allow(clippy::unnecessary_wraps)] // a `Script`, which may fail
 fn succeed(_: &str, _: usize) -> Result<Action, Scripted> {
     Ok(Action::await_change())
 }
