@@ -13,13 +13,12 @@ pub const FINALIZER: &str = "demo.kubeward.dev/cleanup";
 // ANCHOR: controller
 /// The controller built by hand, without the derive: what `ConfigMapGenerator::controller`
 /// generates from `#[controller(...)]` (less the CRD and RBAC rules the derive attaches for the
-/// manager's `crd` and `manifests` subcommands). It owns ConfigMaps, has a finalizer, and
-/// reconciles a generator again only when its spec changed.
+/// manager's `crd` and `manifests` subcommands). It owns ConfigMaps, runs the generator's
+/// cleanup behind a finalizer, and reconciles a generator again only when its spec changed.
 pub fn controller_without_macro() -> Controller<ConfigMapGenerator> {
-    Controller::new(Generator)
+    Controller::with_finalizer(Generator, FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>()
-        .finalizer(FINALIZER)
         .predicate(Predicate::generation_changed())
 }
 // ANCHOR_END: controller

@@ -70,7 +70,10 @@ impl Reconciler<ConfigMapGenerator> for Generator {
         // ANCHOR_END: event
         Ok(Action::await_change())
     }
+}
 
+/// What the finalizer waits for before a deleted generator goes.
+impl Cleanup<ConfigMapGenerator> for Generator {
     // ANCHOR: cleanup_event
     async fn cleanup(&self, cmg: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<(), Error> {
         for deleted in ctx.prune::<ConfigMap>(&cmg, &[]).await? {

@@ -61,7 +61,9 @@ impl Reconciler<Site> for Publisher {
         ctx.patch_status(&site, &status).await?; // no request if unchanged
         Ok(Action::await_change())
     }
+}
 
+impl Cleanup<Site> for Publisher {
     async fn cleanup(&self, site: Arc<Site>, ctx: &Context<Site>) -> Result<(), Self::Error> {
         ctx.prune::<ConfigMap>(&site, &[]).await?; // every ConfigMap the site controls
         Ok(())
@@ -84,8 +86,6 @@ fn page_config_map(site: &Site, page: &str, content: &str) -> ConfigMap {
 // ANCHOR: controller
 /// The controller: it owns ConfigMaps, which gives `apply` and `prune` their cache.
 pub fn controller() -> Controller<Site> {
-    Controller::new(Publisher)
-        .owns::<ConfigMap>()
-        .finalizer("kit.example.com/cleanup")
+    Controller::with_finalizer(Publisher, "kit.example.com/cleanup").owns::<ConfigMap>()
 }
 // ANCHOR_END: controller

@@ -64,7 +64,9 @@ pub use error::Error;
 /// The names most operators use (`Controller` is both the builder and the derive; kube's
 /// `CustomResource` derive and `ResourceExt` come along, since every operator names them).
 pub mod prelude {
-    pub use crate::controller::{Action, Context, Controller, ErrorAction, Predicate, Reconciler};
+    pub use crate::controller::{
+        Action, Cleanup, Context, Controller, ErrorAction, Predicate, Reconciler,
+    };
     pub use crate::manager::Manager;
     pub use crate::reconcile::{
         Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition, named,
@@ -77,8 +79,8 @@ pub mod prelude {
 ///
 /// It goes on the spec struct next to kube's `CustomResource` and reads `#[kube(kind, status,
 /// ...)]`, the struct's doc comment and `#[controller(...)]`: `reconciler = Type` (required),
-/// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"`,
-/// `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
+/// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"` (the
+/// reconciler then implements [`Cleanup`](controller::Cleanup)), `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
 /// `::kubeward`). For the kind it generates:
 ///
 /// - `Kind::controller(reconciler)`: the [`Controller`](controller::Controller) those keys
@@ -97,7 +99,7 @@ pub mod prelude {
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::CustomResource;
 /// use kubeward::Controller;
-/// use kubeward::controller::{Action, Context, Reconciler};
+/// use kubeward::controller::{Action, Cleanup, Context, Reconciler};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -115,6 +117,12 @@ pub mod prelude {
 ///     type Error = kube::Error;
 ///     async fn reconcile(&self, _: Arc<Widget>, _: &Context<Widget>) -> Result<Action, kube::Error> {
 ///         Ok(Action::await_change())
+///     }
+/// }
+///
+/// impl Cleanup<Widget> for Builder {
+///     async fn cleanup(&self, _: Arc<Widget>, _: &Context<Widget>) -> Result<(), kube::Error> {
+///         Ok(()) // what the finalizer waits for before the widget goes
 ///     }
 /// }
 ///

@@ -25,7 +25,14 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .iter()
         .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches::<#ty>(#mapper)));
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
-    let finalizer = c.finalizer.as_ref().map(|f| quote!(.finalizer(#f)));
+    // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
+    let new = if let Some(f) = &c.finalizer {
+        quote_spanned! {f.span()=>
+            #krate::controller::Controller::<#kind>::with_finalizer(reconciler, #f)
+        }
+    } else {
+        quote!(#krate::controller::Controller::<#kind>::new(reconciler))
+    };
     let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
     let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
     let status = c.status;
@@ -83,11 +90,10 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                 ::std::vec::Vec<#krate::rbac::PolicyRule>,
             ) {
                 let controller = |reconciler: #reconciler| {
-                    #krate::controller::Controller::<#kind>::new(reconciler)
+                    #new
                         #name
                         #(#owns)*
                         #(#watches)*
-                        #finalizer
                         #predicate
                         #concurrency
                 };

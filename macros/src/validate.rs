@@ -16,7 +16,8 @@ pub(crate) struct Checked {
     pub(crate) reconciler: Path,
     pub(crate) owns: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
-    pub(crate) finalizer: Option<String>,
+    /// The finalizer, as written (its span is where a missing `Cleanup` is reported).
+    pub(crate) finalizer: Option<syn::LitStr>,
     pub(crate) concurrency: Option<u16>,
     pub(crate) predicate: Option<Expr>,
     pub(crate) name: Option<String>,
@@ -59,7 +60,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             "missing `reconciler = Type` in `#[controller(...)]`: the type that implements `Reconciler` for this kind",
         ));
     }
-    let finalizer = c.finalizer.as_ref().map(|lit| {
+    let finalizer = c.finalizer.inspect(|lit| {
         let value = lit.value();
         if let Err(why) = check_qualified_name(&value) {
             errors.push(syn::Error::new(
@@ -69,7 +70,6 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
                 ),
             ));
         }
-        value
     });
     let concurrency = c
         .concurrency

@@ -14,7 +14,6 @@ async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward: turns ConfigMapGenerators into ConfigMaps";
     let manager = Manager::from_args_with_about(about).await?;
     manager.add(ConfigMapGenerator::controller(Generator));
-    manager.run().await?; // or, for `crd` and `manifests`, print or write them and return
-    Ok(())
+    Ok(manager.run().await?) // or, for `crd` and `manifests`, print or write them and return
 }
 // ANCHOR_END: main

@@ -1,48 +1,53 @@
-//! Runs one attempt at an object: the finalizer steps and the user's reconcile or cleanup, within the timeout.
+//! Runs one attempt at an object: the user's reconcile, or with a finalizer the finalizer steps
+//! and the reconcile or cleanup, within the timeout.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Action, Context, Error, Reconciler, Watchable, finalizer};
+use super::{Action, Cleanup, Context, Error, Reconciler, Watchable, finalizer};
 
-/// Reconciles `obj` once with `reconciler`: with a `finalizer`, adds it first, or on deletion
-/// runs cleanup and removes it; the whole attempt fails with [`Error::Timeout`] after `timeout`.
-pub(crate) async fn attempt<K, R>(
-    reconciler: &R,
-    obj: Arc<K>,
-    ctx: &Context<K>,
-    finalizer: Option<&str>,
+/// Runs `steps`, failing with [`Error::Timeout`] after `timeout`.
+pub(crate) async fn within<E: std::error::Error + 'static>(
     timeout: Option<Duration>,
-) -> Result<Action, Error<R::Error>>
-where
-    K: Watchable,
-    R: Reconciler<K>,
-{
-    let run = steps(reconciler, obj, ctx, finalizer);
+    steps: impl Future<Output = Result<Action, Error<E>>>,
+) -> Result<Action, Error<E>> {
     match timeout {
-        None => run.await,
-        Some(limit) => tokio::time::timeout(limit, run)
+        None => steps.await,
+        Some(limit) => tokio::time::timeout(limit, steps)
             .await
             .unwrap_or(Err(Error::Timeout(limit))),
     }
 }
 
-async fn steps<K, R>(
+/// Reconciles `obj` once with `reconciler`, which declares no finalizer.
+pub(crate) async fn reconcile<K, R>(
     reconciler: &R,
     obj: Arc<K>,
     ctx: &Context<K>,
-    finalizer: Option<&str>,
 ) -> Result<Action, Error<R::Error>>
 where
     K: Watchable,
     R: Reconciler<K>,
 {
-    let Some(finalizer) = finalizer else {
-        return reconciler
-            .reconcile(obj, ctx)
-            .await
-            .map_err(Error::Reconcile);
-    };
+    reconciler
+        .reconcile(obj, ctx)
+        .await
+        .map_err(Error::Reconcile)
+}
+
+/// Reconciles `obj` once behind `finalizer`: adds it first, or on deletion runs the cleanup and
+/// removes it.
+pub(crate) async fn finalized<K, R>(
+    reconciler: &R,
+    finalizer: &str,
+    obj: Arc<K>,
+    ctx: &Context<K>,
+) -> Result<Action, Error<R::Error>>
+where
+    K: Watchable,
+    R: Cleanup<K>,
+{
     let client = ctx.client();
     let has_finalizer = finalizer::has(obj.meta(), finalizer);
     if obj.meta().deletion_timestamp.is_some() {
@@ -73,8 +78,5 @@ where
             })?;
         Arc::new(added)
     };
-    reconciler
-        .reconcile(obj, ctx)
-        .await
-        .map_err(Error::Reconcile)
+    reconcile(reconciler, obj, ctx).await
 }

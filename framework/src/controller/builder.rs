@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt as _};
 
-use super::erased::{ErasedReconciler, erase};
+use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
-use super::{Predicate, Reconciler, Watchable};
+use super::{Cleanup, Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
@@ -20,24 +20,27 @@ use crate::rbac::PolicyRule;
 pub const DEFAULT_CONCURRENCY: u16 = 1;
 
 /// A controller of kind `K`: reconciles each object of `K` whenever it, an object it owns or one
-/// it watches changes. Hand it to [`Manager::add`](crate::manager::Manager::add).
+/// it watches changes. Hand it to a Manager, or [bind](Self::bind) it to a [`Cluster`](super::Cluster)
+/// and run it yourself.
 ///
 /// ```no_run
 /// # use std::sync::Arc;
 /// # use k8s_openapi::api::{apps::v1::Deployment, core::v1::{ConfigMap, Pod}};
-/// # use kubeward::controller::{Action, Context, Controller, Predicate, Reconciler};
+/// # use kubeward::controller::{Action, Cleanup, Context, Controller, Predicate, Reconciler};
 /// # use kubeward::cache::ObjectKey;
 /// # struct R;
 /// # impl Reconciler<Deployment> for R {
 /// #     type Error = kube::Error;
 /// #     async fn reconcile(&self, _: Arc<Deployment>, _: &Context<Deployment>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
 /// # }
-/// let controller = Controller::new(R)
+/// # impl Cleanup<Deployment> for R {
+/// #     async fn cleanup(&self, _: Arc<Deployment>, _: &Context<Deployment>) -> Result<(), kube::Error> { Ok(()) }
+/// # }
+/// let controller = Controller::with_finalizer(R, "example.com/cleanup")
 ///     .owns::<Pod>()
 ///     .watches::<ConfigMap>(|cm| vec![ObjectKey::new(cm.metadata.namespace.as_deref(), "web")])
 ///     .predicate(Predicate::generation_changed().or(Predicate::labels_changed()))
-///     .concurrency(4)
-///     .finalizer("example.com/cleanup");
+///     .concurrency(4);
 /// # let _ = controller;
 /// ```
 #[must_use]
@@ -47,6 +50,7 @@ pub struct Controller<K> {
     pub(crate) concurrency: Option<u16>,
     pub(crate) rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     pub(crate) timeout: Option<Duration>,
+    /// The finalizer the reconciler runs behind, for `Debug` (the erased reconciler holds it).
     pub(crate) finalizer: Option<String>,
     pub(crate) predicate: Option<Predicate<K>>,
     pub(crate) triggers: Vec<Trigger>,
@@ -80,13 +84,37 @@ impl<K: Watchable> Controller<K> {
     where
         K: serde::Serialize,
     {
+        Self::assemble(erase(reconciler), None)
+    }
+
+    /// A controller that calls `reconciler` for objects of `K` behind the finalizer `finalizer`
+    /// (a qualified name like `example.com/cleanup`): the finalizer is added before the first
+    /// reconcile of an object; once the object is being deleted, [`Cleanup::cleanup`] runs
+    /// instead of `reconcile`, and the finalizer is removed when it succeeds. The reconciler
+    /// must implement [`Cleanup`], so a finalizer never lacks its cleanup, nor a cleanup its
+    /// finalizer.
+    pub fn with_finalizer(reconciler: impl Cleanup<K>, finalizer: impl Into<String>) -> Self
+    where
+        K: serde::Serialize,
+    {
+        let finalizer = finalizer.into();
+        Self::assemble(
+            erase_finalized(reconciler, finalizer.clone()),
+            Some(finalizer),
+        )
+    }
+
+    fn assemble(reconciler: Arc<dyn ErasedReconciler<K>>, finalizer: Option<String>) -> Self
+    where
+        K: serde::Serialize,
+    {
         Self {
-            reconciler: erase(reconciler),
+            reconciler,
             name: None,
             concurrency: None,
             rate_limiter: None,
             timeout: None,
-            finalizer: None,
+            finalizer,
             predicate: None,
             triggers: Vec::new(),
             sources: Vec::new(),
@@ -105,10 +133,19 @@ impl<K: Watchable> Controller<K> {
     }
 
     /// Reconciles running at once (different objects; one object is never reconciled twice at
-    /// once). Defaults to the manager's `--max-concurrent-reconciles`, which defaults to
-    /// [`DEFAULT_CONCURRENCY`].
+    /// once). Defaults to [`DEFAULT_CONCURRENCY`] (under a Manager, to its
+    /// `--max-concurrent-reconciles`).
+    ///
+    /// # Panics
+    /// If `n` is 0: a controller without workers would never reconcile anything. As with
+    /// [`slice::chunks`]`(0)`, the panic points at the call.
+    #[track_caller]
     pub fn concurrency(mut self, n: u16) -> Self {
-        self.concurrency = Some(n.max(1));
+        assert!(
+            n > 0,
+            "Controller::concurrency(0): a controller needs at least one worker"
+        );
+        self.concurrency = Some(n);
         self
     }
 
@@ -121,13 +158,6 @@ impl<K: Watchable> Controller<K> {
     /// A reconcile that runs longer fails with a timeout error (and is retried). None by default.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
-        self
-    }
-
-    /// Declares a finalizer: added before the first reconcile; on deletion
-    /// [`Reconciler::cleanup`] runs and then the finalizer is removed.
-    pub fn finalizer(mut self, name: impl Into<String>) -> Self {
-        self.finalizer = Some(name.into());
         self
     }
 
@@ -201,8 +231,45 @@ impl<K: Watchable> Controller<K> {
         self
     }
 
-    /// The name used when none was set: the kind in lower case.
-    pub(crate) fn default_name() -> String {
-        K::kind(&()).to_ascii_lowercase()
+    /// The controller's name: the one set, else the kind in lower case.
+    pub(crate) fn resolved_name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase())
+    }
+
+    /// Whether [`Self::concurrency`] was set.
+    pub(crate) fn has_concurrency(&self) -> bool {
+        self.concurrency.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::Controller;
+    use crate::controller::{Action, Context, Reconciler};
+
+    struct Nothing;
+
+    impl Reconciler<ConfigMap> for Nothing {
+        type Error = std::convert::Infallible;
+
+        async fn reconcile(
+            &self,
+            _: Arc<ConfigMap>,
+            _: &Context<ConfigMap>,
+        ) -> Result<Action, Self::Error> {
+            Ok(Action::await_change())
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
+    fn a_concurrency_of_zero_panics_where_it_is_set() {
+        let _ = Controller::new(Nothing).concurrency(0);
     }
 }

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::attempt::attempt;
+use super::attempt::{finalized, reconcile, within};
 use super::error::is_conflict;
-use super::{Action, Context, ErrorAction, Reconciler, Watchable};
+use super::{Action, Cleanup, Context, Error, ErrorAction, Reconciler, Watchable};
 
 /// A failed attempt: the [`Error`](super::Error), erased, and what to do next.
 pub(crate) struct Failure {
@@ -29,27 +29,49 @@ pub(crate) enum Next {
 
 /// [`Reconciler`] without its associated error type, so a controller needs no type parameter for it.
 pub(crate) trait ErasedReconciler<K>: Send + Sync {
-    /// One attempt at `obj` (see [`attempt`]), its error judged by the reconciler's policy.
+    /// One attempt at `obj`, failing after `timeout`, its error judged by the reconciler's policy.
     fn run<'a>(
         &'a self,
         obj: Arc<K>,
         ctx: &'a Context<K>,
-        finalizer: Option<&'a str>,
         timeout: Option<Duration>,
     ) -> BoxFuture<'a, Result<Action, Failure>>;
 }
 
-struct Erased<R>(R);
+/// A reconciler without a finalizer.
+struct Plain<R>(R);
 
+/// A reconciler behind a finalizer, which runs its [`Cleanup`].
+struct Finalized<R> {
+    reconciler: R,
+    finalizer: String,
+}
+
+/// `reconciler`, erased.
 pub(crate) fn erase<K, R>(reconciler: R) -> Arc<dyn ErasedReconciler<K>>
 where
     K: Watchable,
     R: Reconciler<K>,
 {
-    Arc::new(Erased(reconciler))
+    Arc::new(Plain(reconciler))
 }
 
-impl<K, R> ErasedReconciler<K> for Erased<R>
+/// `reconciler` behind `finalizer`, erased.
+pub(crate) fn erase_finalized<K, R>(
+    reconciler: R,
+    finalizer: String,
+) -> Arc<dyn ErasedReconciler<K>>
+where
+    K: Watchable,
+    R: Cleanup<K>,
+{
+    Arc::new(Finalized {
+        reconciler,
+        finalizer,
+    })
+}
+
+impl<K, R> ErasedReconciler<K> for Plain<R>
 where
     K: Watchable,
     R: Reconciler<K>,
@@ -58,23 +80,48 @@ where
         &'a self,
         obj: Arc<K>,
         ctx: &'a Context<K>,
-        finalizer: Option<&'a str>,
         timeout: Option<Duration>,
     ) -> BoxFuture<'a, Result<Action, Failure>> {
         Box::pin(async move {
-            let result = attempt(&self.0, Arc::clone(&obj), ctx, finalizer, timeout).await;
-            result.map_err(|error| {
-                let next = if is_conflict(&error) {
-                    Next::Conflict
-                } else {
-                    Next::Policy(self.0.error_policy(&obj, &error, ctx))
-                };
-                Failure {
-                    step: error.step(),
-                    error: Box::new(error),
-                    next,
-                }
-            })
+            let result = within(timeout, reconcile(&self.0, Arc::clone(&obj), ctx)).await;
+            result.map_err(|error| judge(&self.0, &obj, ctx, error))
         })
+    }
+}
+
+impl<K, R> ErasedReconciler<K> for Finalized<R>
+where
+    K: Watchable,
+    R: Cleanup<K>,
+{
+    fn run<'a>(
+        &'a self,
+        obj: Arc<K>,
+        ctx: &'a Context<K>,
+        timeout: Option<Duration>,
+    ) -> BoxFuture<'a, Result<Action, Failure>> {
+        Box::pin(async move {
+            let steps = finalized(&self.reconciler, &self.finalizer, Arc::clone(&obj), ctx);
+            let result = within(timeout, steps).await;
+            result.map_err(|error| judge(&self.reconciler, &obj, ctx, error))
+        })
+    }
+}
+
+/// What follows `error`: a conflict is looked at again; anything else goes to the policy.
+fn judge<K, R>(reconciler: &R, obj: &K, ctx: &Context<K>, error: Error<R::Error>) -> Failure
+where
+    K: Watchable,
+    R: Reconciler<K>,
+{
+    let next = if is_conflict(&error) {
+        Next::Conflict
+    } else {
+        Next::Policy(reconciler.error_policy(obj, &error, ctx))
+    };
+    Failure {
+        step: error.step(),
+        error: Box::new(error),
+        next,
     }
 }

@@ -15,7 +15,7 @@ pub enum Error<E: std::error::Error + 'static> {
     /// [`Reconciler::reconcile`](super::Reconciler::reconcile) failed.
     #[error("reconcile failed")]
     Reconcile(#[source] E),
-    /// [`Reconciler::cleanup`](super::Reconciler::cleanup) failed; the finalizer stays.
+    /// [`Cleanup::cleanup`](super::Cleanup::cleanup) failed; the finalizer stays.
     #[error("cleanup failed")]
     Cleanup(#[source] E),
     /// Adding the controller's finalizer before the first reconcile failed.

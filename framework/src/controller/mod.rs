@@ -1,17 +1,37 @@
-//! Reconciles objects: implement [`Reconciler`], build a [`Controller`], add it to a Manager.
+//! Reconciles objects: implement [`Reconciler`], build a [`Controller`], run it.
 //!
 //! A controller watches its kind `K` (plus what it [owns](Controller::owns) and
-//! [watches](Controller::watches)) through the manager's shared informers, turns every change
-//! into the key of a `K` in a rate-limited work queue, and calls [`Reconciler::reconcile`] with
-//! the cached object. Keys are deduplicated while they wait, one key is never reconciled twice at
-//! once, success forgets the key's failures, errors are retried with backoff (or not at all when
-//! they cannot succeed, see [`Error::default_action`]) and reported on the object, a 409 Conflict
-//! is looked at again without counting as an error, and a panic in a reconcile is caught,
-//! counted and retried.
+//! [watches](Controller::watches)) through shared informers, turns every change into the key of
+//! a `K` in a rate-limited work queue, and calls [`Reconciler::reconcile`] with the cached
+//! object. Keys are deduplicated while they wait, one key is never reconciled twice at once,
+//! success forgets the key's failures, errors are retried with backoff (or not at all when they
+//! cannot succeed, see [`Error::default_action`]) and reported on the object, a 409 Conflict is
+//! looked at again without counting as an error, and a panic in a reconcile is caught, counted
+//! and retried. A [finalizer](Controller::with_finalizer) runs the reconciler's [`Cleanup`]
+//! before a deleted object goes.
+//!
+//! # Layers
+//!
+//! Data flows one way, and each layer knows only the ones before it:
+//!
+//! ```text
+//! reflector ─► store ─► handlers ─► queue ─► workers ─► Reconciler
+//! (informer)  (cache)  (informer)  (queue)  (controller)
+//! ```
+//!
+//! [`Controller::bind`] registers the controller's handlers on the shared informers of a
+//! [`Cluster`] (client, informer factory, namespace, metrics); [`Bound::run`] works its queue
+//! until a shutdown token is cancelled. That is the whole controller, usable on its own. The
+//! manager sits on top: `Manager::add` binds a controller to the manager's cluster and runs it
+//! for each term of leadership, next to the HTTP endpoints and the leader elector. Nothing in
+//! this module names the manager.
 
 mod action;
 mod attempt;
+mod bound;
 mod builder;
+mod cleanup;
+mod cluster;
 mod context;
 mod erased;
 mod error;
@@ -23,14 +43,19 @@ mod predicate;
 mod reconcile_id;
 mod reconciler;
 mod running;
-mod setup;
 mod source;
+// They run controllers on the fake API server, which comes with the `testing` feature.
+#[cfg(all(test, feature = "testing"))]
+mod tests;
 mod trigger;
 mod worker;
 
 pub(crate) use crate::informer::Watchable;
 pub use action::{Action, ErrorAction};
+pub use bound::Bound;
 pub use builder::{Controller, DEFAULT_CONCURRENCY};
+pub use cleanup::Cleanup;
+pub use cluster::Cluster;
 pub use context::Context;
 pub use error::Error;
 pub use predicate::Predicate;

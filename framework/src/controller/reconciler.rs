@@ -47,24 +47,8 @@ pub trait Reconciler<K>: Send + Sync + 'static {
         ctx: &Context<K>,
     ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
 
-    /// Cleans up after `obj`, which is being deleted while the controller's finalizer is still on
-    /// it. The finalizer is removed when this succeeds; failures go through
-    /// [`Self::error_policy`] like those of `reconcile` (as [`Error::Cleanup`]).
-    /// Called only when the controller declares a finalizer.
-    ///
-    /// # Errors
-    /// Any error: the object stays, and by default the cleanup is retried with backoff.
-    fn cleanup(
-        &self,
-        obj: Arc<K>,
-        ctx: &Context<K>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        let _ = (obj, ctx);
-        async { Ok(()) }
-    }
-
     /// What to do after a failed attempt at `obj`; `error` says which step failed (the
-    /// reconcile, the cleanup, a finalizer write, the timeout) and carries the reconciler's own
+    /// reconcile, the [cleanup](super::Cleanup), a finalizer write, the timeout) and carries the reconciler's own
     /// error. By default, [`Error::default_action`]: requests the API server refused as invalid
     /// or forbidden (400, 403, 413, 422) are [`ErrorAction::Terminal`], all else is retried with
     /// backoff. A 409 Conflict never gets here: the controller looks at the object again soon,

@@ -1,49 +1,45 @@
-//! Runs a controller for one leadership term: a fresh queue, every cached object queued once,
-//! N workers; the next term gets a fresh queue again.
+//! Runs a bound controller until shutdown: a fresh queue, every cached object queued once, N
+//! workers; a later run (say, the next term of leadership) gets a fresh queue again.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, try_join_all};
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Watchable;
 use super::intake::Intake;
 use super::source::{Source, forward};
 use super::trigger::Wired;
 use super::worker::{Shared, work};
+use super::{Bound, Watchable};
 use crate::cache::ObjectKey;
-use crate::informer::SharedInformer;
-use crate::manager::{BoxError, Runnable};
+use crate::informer::{self, Factory, SharedInformer};
 use crate::metrics::WorkqueueMetrics;
 use crate::queue::{AddOptions, Priority, RateLimiter, WorkQueue};
 
 /// How often the unfinished-work gauges of a running controller's queue are updated.
 const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 
-/// A controller wired to its informers, ready to run one term; [`Runnable::next_term`] gives the
-/// next one, sharing the wiring.
-pub(crate) struct Running<K>(pub(crate) Arc<Wiring<K>>);
-
-/// What every term of one controller shares: informers and handlers stay registered, caches
-/// stay warm; only the queue and the workers belong to a term.
+/// What every run of one controller shares: informers and handlers stay registered, caches
+/// stay warm; only the queue and the workers belong to a run.
 pub(crate) struct Wiring<K> {
     pub(crate) name: String,
+    pub(crate) factory: Arc<Factory>,
     pub(crate) informer: SharedInformer<K>,
     pub(crate) intake: Intake,
     pub(crate) queues: Queues,
     pub(crate) shared: Arc<Shared<K>>,
     pub(crate) concurrency: u16,
     pub(crate) wired: Vec<Wired>,
-    /// The external sources until the first term forwards them; then the forwarding tasks.
+    /// The external sources until the first run forwards them; then the forwarding tasks.
     pub(crate) sources: Mutex<Vec<Source>>,
     pub(crate) forwarding: Mutex<Option<JoinSet<()>>>,
 }
 
-/// Builds each term's queue, with the controller's metrics and rate limiter.
+/// Builds each run's queue, with the controller's metrics and rate limiter.
 pub(crate) struct Queues {
     metrics: Arc<WorkqueueMetrics>,
     limiter: Option<Arc<Mutex<Box<dyn RateLimiter<ObjectKey>>>>>,
@@ -63,14 +59,14 @@ impl Queues {
     fn build(&self) -> WorkQueue<ObjectKey> {
         let mut queue = WorkQueue::builder().hooks(self.metrics.clone());
         if let Some(limiter) = &self.limiter {
-            // A limiter cannot be cloned: the terms share it, failure counts included.
+            // A limiter cannot be cloned: the runs share it, failure counts included.
             queue = queue.rate_limiter(SharedLimiter(Arc::clone(limiter)));
         }
         queue.build()
     }
 }
 
-/// The user's rate limiter behind the queues of successive terms.
+/// The user's rate limiter behind the queues of successive runs.
 struct SharedLimiter(Arc<Mutex<Box<dyn RateLimiter<ObjectKey>>>>);
 
 impl RateLimiter<ObjectKey> for SharedLimiter {
@@ -87,7 +83,7 @@ impl RateLimiter<ObjectKey> for SharedLimiter {
     }
 }
 
-/// Sets the queue's gauges back to zero when a term ends (also when its task is aborted): the
+/// Sets the queue's gauges back to zero when a run ends (also when its task is aborted): the
 /// queue is gone, so nothing waits and nothing is being worked on.
 struct ResetGauges(Arc<WorkqueueMetrics>);
 
@@ -97,62 +93,79 @@ impl Drop for ResetGauges {
     }
 }
 
-impl<K: Watchable> Runnable for Running<K> {
-    fn name(&self) -> String {
-        self.0.name.clone()
+impl<K: Watchable> Bound<K> {
+    /// Reconciles until `shutdown` completes: starts the informers that are not running yet,
+    /// waits until the caches of the controller's kind and of what it owns and watches have
+    /// synced, then works a fresh queue with the controller's concurrency. Each run reconciles
+    /// every cached object at least once.
+    ///
+    /// Once `shutdown` completes, no new reconcile starts, and the future completes when the
+    /// reconciles in flight have finished. Run it again afterwards (e.g. for another term of
+    /// leadership) to start over with a fresh queue; never run it twice at once.
+    ///
+    /// # Errors
+    /// [`informer::Error::NoRuntime`] outside a tokio runtime, and
+    /// [`informer::Error::ShutDown`] when an informer it waits for is shut down before syncing.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the workers at their next `.await` without finishing what
+    /// they were reconciling; complete `shutdown` instead for a graceful stop.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), informer::Error> {
+        let token = CancellationToken::new();
+        let work = self.work(token.clone());
+        tokio::pin!(work);
+        tokio::select! {
+            // Before shutdown, only an error ends the work.
+            ended = &mut work => return ended,
+            () = shutdown => token.cancel(),
+        }
+        work.await
     }
 
-    fn next_term(&self) -> Option<Box<dyn Runnable>> {
-        Some(Box::new(Running(Arc::clone(&self.0))))
-    }
-
-    fn run(
-        self: Box<Self>,
-        shutdown: CancellationToken,
-    ) -> BoxFuture<'static, Result<(), BoxError>> {
-        Box::pin(async move {
-            let wiring = self.0;
-            let name = wiring.name.as_str();
-            wiring.forward_sources();
-            let _reset = ResetGauges(Arc::clone(&wiring.queues.metrics));
-            let opened = wiring.intake.open(wiring.queues.build());
-            tokio::select! {
-                synced = wait_for_caches(&wiring.informer, &wiring.wired) => synced?,
-                () = shutdown.cancelled() => return Ok(()),
+    async fn work(&self, shutdown: CancellationToken) -> Result<(), informer::Error> {
+        let wiring = &self.wiring;
+        let name = wiring.name.as_str();
+        let _reset = ResetGauges(Arc::clone(&wiring.queues.metrics));
+        // Open before the informers start, so that the handlers' first keys land in this queue.
+        let opened = wiring.intake.open(wiring.queues.build());
+        wiring.forward_sources();
+        wiring.factory.start()?;
+        tokio::select! {
+            synced = wait_for_caches(&wiring.informer, &wiring.wired) => synced?,
+            () = shutdown.cancelled() => return Ok(()),
+        }
+        let queue = opened.queue().clone();
+        if opened.missed() {
+            // Whatever changed before this run, each cached object is reconciled once, as
+            // after an initial list; keys of deleted objects are not queued.
+            for key in wiring.informer.store().keys() {
+                queue.add_with(key, AddOptions::new().priority(Priority::LOW));
             }
-            let queue = opened.queue().clone();
-            if opened.missed() {
-                // Whatever changed before this term, each cached object is reconciled once, as
-                // after an initial list; keys of deleted objects are not queued.
-                for key in wiring.informer.store().keys() {
-                    queue.add_with(key, AddOptions::new().priority(Priority::LOW));
-                }
-            }
-            tracing::info!(controller = %name, workers = wiring.concurrency, queued = queue.len(), "starting workers");
-            let mut workers = JoinSet::new();
-            for _ in 0..wiring.concurrency {
-                workers.spawn(work(
-                    queue.clone(),
-                    Arc::clone(&wiring.shared),
-                    shutdown.clone(),
-                ));
-            }
-            // Keeps workqueue_unfinished_work_seconds and ..._longest_running_processor_seconds
-            // current while a reconcile runs, as client-go's queue does.
-            let mut ticks = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-            while shutdown.run_until_cancelled(ticks.tick()).await.is_some() {
-                queue.update_unfinished_work();
-            }
-            drop(opened);
-            while workers.join_next().await.is_some() {}
-            tracing::info!(controller = %name, "workers stopped");
-            Ok(())
-        })
+        }
+        tracing::info!(controller = %name, workers = wiring.concurrency, queued = queue.len(), "starting workers");
+        let mut workers = JoinSet::new();
+        for _ in 0..wiring.concurrency {
+            workers.spawn(work(
+                queue.clone(),
+                Arc::clone(&wiring.shared),
+                shutdown.clone(),
+            ));
+        }
+        // Keeps workqueue_unfinished_work_seconds and ..._longest_running_processor_seconds
+        // current while a reconcile runs, as client-go's queue does.
+        let mut ticks = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+        while shutdown.run_until_cancelled(ticks.tick()).await.is_some() {
+            queue.update_unfinished_work();
+        }
+        drop(opened);
+        while workers.join_next().await.is_some() {}
+        tracing::info!(controller = %name, "workers stopped");
+        Ok(())
     }
 }
 
 impl<K> Wiring<K> {
-    /// Starts forwarding the external sources, on the first term; they outlive the term.
+    /// Starts forwarding the external sources, on the first run; they outlive the run.
     fn forward_sources(&self) {
         let mut forwarding = self.forwarding.lock();
         if forwarding.is_none() {
@@ -162,13 +175,14 @@ impl<K> Wiring<K> {
     }
 }
 
+/// Waits until the controller's informer and those of its triggers have synced.
 async fn wait_for_caches<K: Watchable>(
     informer: &SharedInformer<K>,
     wired: &[Wired],
-) -> Result<(), BoxError> {
+) -> Result<(), informer::Error> {
     informer.wait_for_sync().await?;
-    while !wired.iter().all(|w| (w.synced)()) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let waits: Vec<BoxFuture<'static, Result<(), informer::Error>>> =
+        wired.iter().map(|w| (w.synced)()).collect();
+    try_join_all(waits).await?;
     Ok(())
 }

@@ -2,18 +2,23 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use kube::api::ObjectMeta;
 
 use super::Watchable;
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, Target};
 use crate::cache::ObjectKey;
-use crate::informer::{Factory, Registration, SharedInformer, handler_fns};
+use crate::informer::{self, Factory, Registration, SharedInformer, handler_fns};
 
-/// A trigger once wired to an informer: whether that informer has synced; dropping it removes
-/// the handler from the shared informer, so a stopped controller's queue gets no more keys.
+/// Waits until an informer has synced.
+pub(crate) type WaitForSync =
+    Box<dyn Fn() -> BoxFuture<'static, Result<(), informer::Error>> + Send + Sync>;
+
+/// A trigger once wired to an informer: a wait until that informer has synced; dropping it
+/// removes the handler from the shared informer, so a stopped controller's queue gets no more keys.
 pub(crate) struct Wired {
-    pub(crate) synced: Box<dyn Fn() -> bool + Send + Sync>,
+    pub(crate) synced: WaitForSync,
     unregister: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
@@ -26,7 +31,10 @@ impl Wired {
         let synced = informer.clone();
         let owner = informer.clone();
         Self {
-            synced: Box::new(move || synced.has_synced()),
+            synced: Box::new(move || {
+                let informer = synced.clone();
+                Box::pin(async move { informer.wait_for_sync().await })
+            }),
             unregister: Some(Box::new(move || {
                 owner.remove_handler(&registration);
             })),

@@ -20,7 +20,6 @@ pub(crate) struct Shared<K> {
     pub(crate) ctx: Context<K>,
     pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
     pub(crate) timeout: Option<Duration>,
-    pub(crate) finalizer: Option<String>,
     pub(crate) metrics: ControllerMetrics,
     /// Where failed reconciles are reported.
     pub(crate) reporting: Reporting,
@@ -64,12 +63,9 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
     );
     shared.metrics.started();
     let started = tokio::time::Instant::now();
-    let attempt = shared.reconciler.run(
-        Arc::clone(&obj),
-        &shared.ctx,
-        shared.finalizer.as_deref(),
-        shared.timeout,
-    );
+    let attempt = shared
+        .reconciler
+        .run(Arc::clone(&obj), &shared.ctx, shared.timeout);
     let outcome = AssertUnwindSafe(attempt)
         .catch_unwind()
         .instrument(span.clone())

@@ -16,6 +16,7 @@
 
 mod client;
 mod config;
+mod controllers;
 mod flags;
 mod http;
 mod logging;
@@ -117,8 +118,11 @@ pub enum Error {
 /// The manager's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Registering in a new registry: no family is there yet, so none can clash.
-const CLASH: &str = "a new registry holds no family yet, so none can clash";
+/// Registering the manager's families in a new registry: no family is there before them, and
+/// their names are distinct (`metrics::REFERENCE` lists each once), so none can clash. Every
+/// test that makes a Manager would fail if one did.
+const CLASH: &str =
+    "invariant: the manager's metric families have distinct names and the registry is new";
 
 /// A new registry with the controller, queue, leader-election and client families in it.
 fn new_registry() -> (Registry, Metrics) {
@@ -282,8 +286,15 @@ impl Manager {
         &self.factory
     }
 
-    /// Adds a controller or task, to be started by [`Self::run`]. A controller is wired to the
-    /// shared informers now, so its caches can fill before it runs.
+    /// Adds a controller or task, to be started by [`Self::run`]. A controller is bound to the
+    /// shared informers now (see [`Controller::bind`](crate::controller::Controller::bind)), so
+    /// its caches can fill before it runs.
+    ///
+    /// # Panics
+    /// If `component` is a controller named like one added before (see
+    /// [`Controller::name`](crate::controller::Controller::name); two controllers of one kind
+    /// need a name each).
+    #[track_caller]
     pub fn add(&self, component: impl IntoRunnable) {
         let runnable = component.into_runnable(self);
         self.runnables.lock().push(runnable);

@@ -40,7 +40,9 @@ pub trait Runnable: Send + 'static {
 }
 
 /// What [`Manager::add`](super::Manager::add) accepts: a [`Runnable`] as it is, or a
-/// [`Controller`](crate::controller::Controller), which wires itself to the manager's informers.
+/// [`Controller`](crate::controller::Controller), which the manager
+/// [binds](crate::controller::Controller::bind) to its informers and runs once per term of
+/// leadership.
 pub trait IntoRunnable {
     /// Prepares to run under `manager`.
     fn into_runnable(self, manager: &super::Manager) -> Box<dyn Runnable>;

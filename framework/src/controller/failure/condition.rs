@@ -91,7 +91,7 @@ impl<K: Resource> Echoes<K> {
 /// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
 /// and is not a Kubernetes one), since built-in kinds' conditions belong to Kubernetes'
 /// own controllers (a Pod's `Ready` is the kubelet's).
-pub(super) fn applies<K: Resource<DynamicType = ()>>() -> bool {
+pub(crate) fn applies<K: Resource<DynamicType = ()>>() -> bool {
     let group = K::group(&());
     group.contains('.') && !group.ends_with(".k8s.io")
 }

@@ -2,11 +2,11 @@
 
 mod condition;
 mod event;
-#[cfg(all(test, feature = "testing"))]
-mod tests;
 
 use std::sync::Arc;
 
+#[cfg(all(test, feature = "testing"))]
+pub(crate) use condition::applies;
 pub(crate) use condition::{Echoes, ToJson};
 
 use super::erased::{Failure, Next};

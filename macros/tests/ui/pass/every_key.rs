@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::CustomResource;
 use kubeward::Controller;
 use kubeward::cache::ObjectKey;
-use kubeward::controller::{Action, Context, Predicate, Reconciler};
+use kubeward::controller::{Action, Cleanup, Context, Predicate, Reconciler};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,12 @@ impl Reconciler<Widget> for Builder {
 
     async fn reconcile(&self, _: Arc<Widget>, _: &Context<Widget>) -> Result<Action, kube::Error> {
         Ok(Action::await_change())
+    }
+}
+
+impl Cleanup<Widget> for Builder {
+    async fn cleanup(&self, _: Arc<Widget>, _: &Context<Widget>) -> Result<(), kube::Error> {
+        Ok(())
     }
 }
 

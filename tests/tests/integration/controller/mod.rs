@@ -24,6 +24,7 @@ mod external;
 mod failure_loop;
 mod failures;
 mod per_change;
+mod without_manager;
 
 /// Starts `manager` in the background; returns its shutdown token and task.
 fn start(manager: Manager) -> (CancellationToken, JoinHandle<kubeward::manager::Result<()>>) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
-use kubeward::controller::{Action, Context, Controller, Predicate, Reconciler};
+use kubeward::controller::{Action, Cleanup, Context, Controller, Predicate, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::ControlPlane;
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
@@ -49,7 +49,9 @@ impl Reconciler<ConfigMapGenerator> for Counted {
             .push(version);
         Generator.reconcile(obj, ctx).await
     }
+}
 
+impl Cleanup<ConfigMapGenerator> for Counted {
     async fn cleanup(
         &self,
         obj: Arc<ConfigMapGenerator>,
@@ -83,10 +85,9 @@ async fn a_created_and_an_updated_generator_are_reconciled_once_each() -> anyhow
     let counted = Counted::default();
     // The example's controller, as its derive builds it, with a counting reconciler; one
     // worker, so keys are reconciled in the order they were queued.
-    let controller = Controller::new(counted.clone())
+    let controller = Controller::with_finalizer(counted.clone(), FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>()
-        .finalizer(FINALIZER)
         .predicate(Predicate::generation_changed());
     let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
     manager.add(controller);

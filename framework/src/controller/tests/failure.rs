@@ -1,9 +1,15 @@
-//! A controller's failures on the fake API server: retried or not, counted or not, reported.
+//! A controller's failures: retried or not, counted or not, reported.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{Running, start};
+use crate::controller::failure::applies;
+use crate::controller::{self, Action, Cleanup, Context, Controller, ErrorAction, Reconciler};
+use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::testing::fake::Verb;
+use crate::testing::{FakeApiServer, events_about, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
@@ -12,15 +18,6 @@ use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-
-use super::condition::applies;
-use crate::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use crate::manager::{Config, Manager};
-use crate::queue::rate_limiter::ExponentialBackoff;
-use crate::testing::fake::Verb;
-use crate::testing::{FakeApiServer, events_about, wait_for};
 
 /// What a widget's reconcile does, by `spec.mode`.
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -95,7 +92,9 @@ impl Reconciler<Widget> for Widgets {
         }
         Ok(Action::await_change())
     }
+}
 
+impl Cleanup<Widget> for Widgets {
     /// Fails the first time.
     async fn cleanup(&self, w: Arc<Widget>, _: &Context<Widget>) -> Result<(), kube::Error> {
         let mut cleanups = self.cleanups.lock();
@@ -153,47 +152,17 @@ fn widget(name: &str, mode: &str) -> Widget {
     w
 }
 
-/// Runs `controller` in a manager on `fake`; zero backoff, so that a retry, if one came, would
-/// be queued before any key added later (the queue is first in, first out).
-fn start(
-    fake: &FakeApiServer,
-    controller: Controller<Widget>,
-) -> (
-    CancellationToken,
-    JoinHandle<crate::manager::Result<()>>,
-    prometheus::Registry,
-) {
-    let manager = Manager::new(fake.client(), Config::default());
-    manager.add(controller.rate_limiter(ExponentialBackoff::new(Duration::ZERO, Duration::ZERO)));
-    let registry = manager.registry().clone();
-    let token = manager.shutdown_token();
-    (token, tokio::spawn(manager.run()), registry)
+/// Runs `controller` on `fake`; zero backoff, so that a retry, if one came, would be queued
+/// before any key added later (the queue is first in, first out).
+fn run(fake: &FakeApiServer, controller: Controller<Widget>) -> Running<Widget> {
+    start(
+        fake,
+        controller.rate_limiter(ExponentialBackoff::new(Duration::ZERO, Duration::ZERO)),
+    )
 }
 
-async fn stop(token: CancellationToken, run: JoinHandle<crate::manager::Result<()>>) {
-    token.cancel();
-    tokio::time::timeout(Duration::from_secs(10), run)
-        .await
-        .expect("the manager stops within 10 s")
-        .expect("the manager task does not panic")
-        .expect("the manager stops cleanly");
-}
-
-fn counter(registry: &prometheus::Registry, family: &str, result: Option<&str>) -> f64 {
-    registry
-        .gather()
-        .iter()
-        .filter(|f| f.name() == family)
-        .flat_map(|f| f.get_metric().iter())
-        .filter(|m| {
-            result.is_none_or(|r| {
-                m.get_label()
-                    .iter()
-                    .any(|l| l.name() == "result" && l.value() == r)
-            })
-        })
-        .map(|m| m.get_counter().get_value())
-        .sum()
+fn counter(running: &Running<Widget>, family: &str, result: Option<&str>) -> f64 {
+    running.sample(family, result.map(|r| ("result", r)))
 }
 
 fn ready(fake: &FakeApiServer, name: &str) -> Option<serde_json::Value> {
@@ -225,7 +194,7 @@ async fn a_terminal_error_is_reconciled_once_reported_and_again_only_when_the_ob
     let fake = fake();
     let widgets = Widgets::default();
     let bad = fake.seed(&widget("bad", "invalid")).expect("seed");
-    let (token, run, registry) = start(&fake, Controller::new(widgets.clone()));
+    let running = run(&fake, Controller::new(widgets.clone()));
 
     let condition = wait_for(Duration::from_secs(10), "bad to be Ready=False", || async {
         ready(&fake, "bad").filter(|c| c["status"] == "False")
@@ -246,7 +215,7 @@ async fn a_terminal_error_is_reconciled_once_reported_and_again_only_when_the_ob
     );
     assert!(
         (counter(
-            &registry,
+            &running,
             "controller_runtime_terminal_reconcile_errors_total",
             None
         ) - 1.0)
@@ -292,7 +261,7 @@ async fn a_terminal_error_is_reconciled_once_reported_and_again_only_when_the_ob
         2,
         "reconciled once more, not retried"
     );
-    stop(token, run).await;
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -300,7 +269,7 @@ async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
     let fake = fake();
     let widgets = Widgets::default();
     let racy = fake.seed(&widget("racy", "conflict")).expect("seed");
-    let (token, run, registry) = start(&fake, Controller::new(widgets.clone()));
+    let running = run(&fake, Controller::new(widgets.clone()));
 
     wait_for(
         Duration::from_secs(10),
@@ -309,13 +278,13 @@ async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
     )
     .await
     .expect("a conflict is retried");
-    let errors = counter(&registry, "controller_runtime_reconcile_errors_total", None);
+    let errors = counter(&running, "controller_runtime_reconcile_errors_total", None);
     assert!(
         errors.abs() < f64::EPSILON,
         "a conflict is no error: {errors}"
     );
     let requeues = counter(
-        &registry,
+        &running,
         "controller_runtime_reconcile_total",
         Some("requeue"),
     );
@@ -329,7 +298,7 @@ async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
         .await
         .expect("list Events");
     assert!(reported.is_empty(), "no Event for a conflict: {reported:?}");
-    stop(token, run).await;
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -337,7 +306,7 @@ async fn the_users_error_policy_overrides_the_default_one() {
     let fake = fake();
     let stubborn = Stubborn::default();
     fake.seed(&widget("bad", "invalid")).expect("seed");
-    let (token, run, registry) = start(&fake, Controller::new(stubborn.clone()));
+    let running = run(&fake, Controller::new(stubborn.clone()));
     wait_for(
         Duration::from_secs(10),
         "bad to be retried twice",
@@ -346,7 +315,7 @@ async fn the_users_error_policy_overrides_the_default_one() {
     .await
     .expect("the user's policy retries a 422");
     let terminal = counter(
-        &registry,
+        &running,
         "controller_runtime_terminal_reconcile_errors_total",
         None,
     );
@@ -354,7 +323,7 @@ async fn the_users_error_policy_overrides_the_default_one() {
         terminal.abs() < f64::EPSILON,
         "nothing terminal: {terminal}"
     );
-    stop(token, run).await;
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -363,7 +332,7 @@ async fn the_status_is_left_alone_when_reporting_on_it_is_off() {
     let widgets = Widgets::default();
     let bad = fake.seed(&widget("bad", "invalid")).expect("seed");
     let controller = Controller::new(widgets.clone()).report_errors_on_status(false);
-    let (token, run, _) = start(&fake, controller);
+    let running = run(&fake, controller);
     wait_for(
         Duration::from_secs(10),
         "a ReconcileError Event about bad",
@@ -379,7 +348,7 @@ async fn the_status_is_left_alone_when_reporting_on_it_is_off() {
     .expect("the Event is still recorded");
     queue_moved_past(&fake, &widgets, "marker").await;
     assert_eq!(ready(&fake, "bad"), None);
-    stop(token, run).await;
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -388,7 +357,10 @@ async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going
     let fake = fake();
     let widgets = Widgets::default();
     fake.seed(&widget("doomed", "ok")).expect("seed");
-    let (token, run, _) = start(&fake, Controller::new(widgets.clone()).finalizer(FINALIZER));
+    let running = run(
+        &fake,
+        Controller::with_finalizer(widgets.clone(), FINALIZER),
+    );
     wait_for(
         Duration::from_secs(10),
         "doomed to carry the finalizer",
@@ -425,7 +397,7 @@ async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going
         Some(2),
         "failed once, then succeeded"
     );
-    stop(token, run).await;
+    running.stop().await;
 }
 
 #[test]

@@ -1,0 +1,176 @@
+//! Binds a controller to a cluster: its handlers on the shared informers, the intake its queues
+//! are fed through, its context and metrics.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::failure::Echoes;
+use super::intake::Intake;
+use super::own_writes::OwnWrites;
+use super::running::{Queues, Wiring};
+use super::trigger::Wired;
+use super::worker::Shared;
+use super::{Cluster, Context, Controller, DEFAULT_CONCURRENCY, Watchable};
+use crate::cache::ObjectKey;
+use crate::informer::handler_fns;
+use crate::queue::{AddOptions, Priority};
+
+/// A controller bound to a [`Cluster`]: its handlers are registered on the shared informers, so
+/// its caches fill as soon as they start; [`Self::run`] works its queue.
+///
+/// Cheap to clone: clones are the same controller.
+pub struct Bound<K> {
+    pub(crate) wiring: Arc<Wiring<K>>,
+}
+
+impl<K> Clone for Bound<K> {
+    fn clone(&self) -> Self {
+        Self {
+            wiring: Arc::clone(&self.wiring),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Bound<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound")
+            .field("name", &self.wiring.name)
+            .field("concurrency", &self.wiring.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Watchable> Controller<K> {
+    /// Binds the controller to `cluster` without a Manager (kube-runtime's `Controller::run`):
+    /// registers its handlers on the shared informers of its kind and of what it owns and
+    /// watches. Then [`Bound::run`] reconciles until a shutdown future completes.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kubeward::controller::{Action, Cluster, Context, Controller, Reconciler};
+    /// # use kubeward::informer::Factory;
+    /// # struct Audit;
+    /// # impl Reconciler<ConfigMap> for Audit {
+    /// #     type Error = kube::Error;
+    /// #     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
+    /// # }
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = kube::Client::try_default().await?;
+    /// let cluster = Cluster::new(Arc::new(Factory::new(client)));
+    /// let controller = Controller::new(Audit).bind(&cluster);
+    /// let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
+    /// controller.run(ctrl_c).await?; // until Ctrl-C, then the reconciles in flight finish
+    /// # Ok(()) }
+    /// ```
+    pub fn bind(self, cluster: &Cluster) -> Bound<K> {
+        let name = self.resolved_name();
+        let concurrency = self.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
+        let factory = &cluster.factory;
+        let namespace = cluster.namespace.as_deref();
+        let metrics = &cluster.metrics_or_own();
+
+        // The queue belongs to a run (see running.rs): until one runs, and between runs, the
+        // handlers below queue nothing.
+        let intake = Intake::default();
+        let queues = Queues::new(metrics.workqueue(&name), self.rate_limiter);
+
+        let informer = factory.watched::<K>(namespace);
+        let predicate = self.predicate;
+        let echoes = Arc::new(Echoes::new(self.to_json));
+        let own_writes = Arc::clone(&echoes);
+        let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
+        let synced = informer.clone();
+        let registration = informer.add_handler(
+            handler_fns()
+                .on_add(move |obj: Arc<K>| {
+                    // Objects of the initial list wait behind live changes (with aging).
+                    let priority = if synced.has_synced() {
+                        Priority::default()
+                    } else {
+                        Priority::LOW
+                    };
+                    on_add.add_with(
+                        ObjectKey::of(obj.as_ref()),
+                        AddOptions::new().priority(priority),
+                    );
+                })
+                .on_update(move |old: Arc<K>, new: Arc<K>| {
+                    // The controller's own report of a failure is no reason to reconcile again.
+                    if own_writes.is_echo(old.as_ref(), new.as_ref())
+                        || predicate.as_ref().is_some_and(|p| !p.test(&old, &new))
+                    {
+                        return;
+                    }
+                    let resync = Arc::ptr_eq(&old, &new);
+                    let priority = if resync {
+                        Priority::LOW
+                    } else {
+                        Priority::default()
+                    };
+                    on_update.add_with(
+                        ObjectKey::of(new.as_ref()),
+                        AddOptions::new().priority(priority),
+                    );
+                })
+                .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
+        );
+
+        let own_writes = Arc::new(OwnWrites::new(intake.clone()));
+        let mut wired: Vec<_> = self
+            .triggers
+            .into_iter()
+            .map(|t| t(factory, namespace, &intake, &own_writes))
+            .collect();
+        wired.push(Wired::new(&informer, registration));
+
+        let ctx = Context::new(
+            name.clone(),
+            cluster.factory.client().clone(),
+            informer.store(),
+            Arc::clone(factory),
+            namespace.map(str::to_owned),
+            metrics,
+            own_writes,
+        );
+        let shared = Arc::new(Shared {
+            ctx,
+            reconciler: self.reconciler,
+            timeout: self.timeout,
+            metrics: metrics.controller(&name, concurrency),
+            reporting: self.reporting,
+            echoes,
+        });
+        Bound {
+            wiring: Arc::new(Wiring {
+                name,
+                factory: Arc::clone(factory),
+                informer,
+                intake,
+                queues,
+                shared,
+                concurrency,
+                wired,
+                sources: Mutex::new(self.sources),
+                forwarding: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+impl<K: Watchable> Bound<K> {
+    /// The controller's name, as in its logs, metrics and Events.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.wiring.name
+    }
+
+    /// Whether the cache of the controller's kind has its first complete list (for a readiness
+    /// check).
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.wiring.informer.has_synced()
+    }
+}

@@ -1,0 +1,208 @@
+//! Runs controllers under a Manager: bound to its cluster when added, one run per term of
+//! leadership, their caches in `/readyz`, their CRD and RBAC rules in its manifests.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::{BoxError, IntoRunnable, Manager, Runnable};
+use crate::controller::{Bound, Cluster, Controller, Watchable};
+
+impl<K: Watchable> IntoRunnable for Controller<K> {
+    /// Binds the controller to the manager's cluster (its informer factory, watch namespace and
+    /// metrics), with the manager's default concurrency unless it set its own.
+    ///
+    /// # Panics
+    /// If another controller of this manager has the same name (names label metrics and
+    /// Events, so two controllers sharing one could not be told apart).
+    #[track_caller]
+    fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
+        let name = self.resolved_name();
+        assert!(
+            manager.claim_controller_name(&name),
+            "another controller of this manager is already named {name:?}; give each a unique \
+             name with Controller::name"
+        );
+        let mut controller = self;
+        manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
+        if !controller.has_concurrency() {
+            controller = controller.concurrency(manager.config().default_concurrency().max(1));
+        }
+        let cluster = Cluster::new(Arc::clone(manager.factory()))
+            .namespace(manager.config().watch_namespace().map(str::to_owned))
+            .metrics(manager.metrics().clone());
+        let bound = controller.bind(&cluster);
+        let readiness = bound.clone();
+        manager.add_readiness_check(
+            format!("{name}-cache"),
+            Arc::new(move || {
+                if readiness.has_synced() {
+                    Ok(())
+                } else {
+                    Err("cache not synced yet".into())
+                }
+            }),
+        );
+        Box::new(Term(bound))
+    }
+}
+
+/// A term of leadership of a bound controller; [`Runnable::next_term`] gives the next one,
+/// sharing the binding (informers, handlers, caches).
+struct Term<K>(Bound<K>);
+
+impl<K: Watchable> Runnable for Term<K> {
+    fn name(&self) -> String {
+        self.0.name().to_owned()
+    }
+
+    fn next_term(&self) -> Option<Box<dyn Runnable>> {
+        Some(Box::new(Term(self.0.clone())))
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move { Ok(self.0.run(shutdown.cancelled_owned()).await?) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use crate::controller::{Action, Context, Controller, Reconciler};
+    use crate::manager::{Config, Manager};
+
+    struct Nothing;
+
+    impl Reconciler<ConfigMap> for Nothing {
+        type Error = std::convert::Infallible;
+
+        async fn reconcile(
+            &self,
+            _: Arc<ConfigMap>,
+            _: &Context<ConfigMap>,
+        ) -> Result<Action, Self::Error> {
+            Ok(Action::await_change())
+        }
+    }
+
+    fn manager() -> Manager {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        let client = kube::Client::try_from(config).expect("a plain HTTP config builds a client");
+        Manager::new(client, Config::default())
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "already named \"twin\"")]
+    async fn adding_a_second_controller_with_a_taken_name_panics_at_add() {
+        let manager = manager();
+        manager.add(Controller::new(Nothing).name("twin"));
+        manager.add(Controller::new(Nothing).name("twin"));
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "already named \"configmap\"")]
+    async fn two_unnamed_controllers_of_one_kind_share_the_default_name_and_panic() {
+        let manager = manager();
+        manager.add(Controller::new(Nothing));
+        manager.add(Controller::new(Nothing));
+    }
+
+    #[tokio::test]
+    async fn controllers_with_different_names_are_both_added() {
+        let manager = manager();
+        manager.add(Controller::new(Nothing).name("one"));
+        manager.add(Controller::new(Nothing).name("two"));
+        let debug = format!("{manager:?}");
+        assert!(
+            debug.contains("\"one\"") && debug.contains("\"two\""),
+            "{debug}"
+        );
+    }
+
+    /// Names of the manager's layer: code under `controller/` uses none of them.
+    const MANAGER_NAMES: [&str; 5] = ["manager", "Manager", "Runnable", "IntoRunnable", "BoxError"];
+
+    /// Paths into the manager that doc links would follow.
+    const MANAGER_PATHS: [&str; 3] = ["crate::manager", "kubeward::manager", "super::manager"];
+
+    /// Where `text` (one line of a source file) names the manager: an identifier in its code,
+    /// or a path in its comment.
+    fn names_the_manager(line: &str) -> Option<&'static str> {
+        let (code, comment) = line.split_once("//").unwrap_or((line, ""));
+        let in_code = code
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find_map(|word| MANAGER_NAMES.into_iter().find(|name| *name == word));
+        in_code.or_else(|| {
+            MANAGER_PATHS
+                .into_iter()
+                .find(|path| comment.contains(path))
+        })
+    }
+
+    fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("the source folder reads") {
+            let path = entry.expect("a folder entry reads").path();
+            if path.is_dir() {
+                rust_files(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn the_controller_layer_never_names_the_manager() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        assert!(files.len() > 10, "found the controller's files: {files:?}");
+        let mut offences = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("a source file reads");
+            for (n, line) in text.lines().enumerate() {
+                if let Some(name) = names_the_manager(line) {
+                    offences.push(format!(
+                        "{}:{}: `{name}` in {line:?}",
+                        file.display(),
+                        n + 1
+                    ));
+                }
+            }
+        }
+        assert!(
+            offences.is_empty(),
+            "the controller layer must not depend on the manager, which is built on top of it \
+             (see the `controller` module docs); move this to framework/src/manager/:\n{}",
+            offences.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_layer_check_catches_code_and_doc_links_but_not_prose() {
+        assert_eq!(
+            names_the_manager("use crate::manager::Runnable;"),
+            Some("manager")
+        );
+        assert_eq!(
+            names_the_manager("    let manager = Manager::new(c, cfg);"),
+            Some("manager")
+        );
+        assert_eq!(names_the_manager("fn f() -> BoxError {"), Some("BoxError"));
+        assert_eq!(
+            names_the_manager("/// Hand it to [`Manager::add`](crate::manager::Manager::add)."),
+            Some("crate::manager")
+        );
+        assert_eq!(
+            names_the_manager("//! the manager sits on top: `Manager::add`"),
+            None
+        );
+        assert_eq!(names_the_manager("let managerial = 1; // managed"), None);
+    }
+}
