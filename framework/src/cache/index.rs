@@ -1,9 +1,10 @@
 //! Named index functions and the index they maintain.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ObjectKey;
+use super::key::KeySet;
 
 /// Computes the index values of an object, e.g. its node name; an object may have several or none.
 #[doc(alias = "IndexFunc")]
@@ -16,7 +17,7 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// One named index: value → keys of the objects that have it.
 pub(super) struct Index<K> {
     pub(super) function: IndexFn<K>,
-    pub(super) entries: HashMap<String, HashSet<ObjectKey>>,
+    pub(super) entries: HashMap<String, KeySet>,
 }
 
 impl<K> Index<K> {

@@ -9,10 +9,15 @@ mod key;
 mod slot;
 mod store;
 
+#[cfg(test)]
+mod tests;
+
 pub use change::{Change, Deleted};
-pub use compact::compact_store;
-pub(crate) use compact::{Decode, compact_store_with};
+pub(crate) use compact::Decode;
 pub use error::{Error, Result};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use key::ObjectKey;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use store::compact_store;
+pub(crate) use store::compact_store_with;
 pub use store::{Relist, Store, Writer, store};

@@ -7,7 +7,8 @@ use parking_lot::Mutex;
 use tokio::time::{Instant, advance, sleep};
 
 use super::try_get;
-use crate::queue::{AddOptions, ExponentialBackoff, Priority, QueueHooks, WorkQueue};
+use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::queue::{AddOptions, Priority, QueueHooks, WorkQueue};
 
 const MS: Duration = Duration::from_millis(1);
 const SEC: Duration = Duration::from_secs(1);
