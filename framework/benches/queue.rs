@@ -46,9 +46,15 @@
 //!
 //! Each configuration runs 5 rounds after a warm-up, the contenders taking turns within a round
 //! so that a load spike on a shared machine hits all of them; the tables show the medians, and
-//! the ratios are medians of the per-round ratios. The u64 table is the issue's workload; the
-//! String table uses `namespace/name` keys (what controllers queue), where every add also clones
-//! its key out of the pre-built sequence, for all three.
+//! the ratios are medians of the per-round ratios. Every row gives ns per add and ns per key
+//! processed for both sides, and the keys each processed: kube-runtime's scheduler emits on its
+//! 1 ms tick and so merges more adds, while kubeward's workers take a key as soon as it is ready.
+//! The u64 table is the issue's workload (with the floors on its current-thread row); the String
+//! table uses `namespace/name` keys on the multi-threaded runtime with 1, 4 and 8 workers, where
+//! every add also clones its key out of the pre-built sequence, for both sides.
+//!
+//! `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`) runs 2,000 keys, one round and fewer rows:
+//! it checks that the bench runs, not its figures.
 //!
 //! `QUEUE_BENCH_PROFILE=<workers>[mt][s]` runs only kubeward (20 runs; `mt`: multi-threaded
 //! runtime, `s`: String keys) and prints the median, for use under a profiler.
@@ -72,15 +78,15 @@ use tokio::time::Instant;
 const REPEATS: usize = 10;
 const BURST_KEYS: u64 = 1_000;
 
-/// `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`): a tenth of the keys, one round, fewer
-/// rows: checks that the bench runs, not its figures.
+/// `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`): 2,000 keys, one round and no warm-up,
+/// fewer rows: checks that the bench runs (in a debug build), not its figures.
 fn quick() -> bool {
     std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Distinct keys in a run.
 fn keys() -> u64 {
-    if quick() { 10_000 } else { 100_000 }
+    if quick() { 2_000 } else { 100_000 }
 }
 
 /// Measured rounds per row (after one warm-up round).
@@ -350,11 +356,13 @@ fn row<K: Key>(
     sentinel: &K,
     with_floor: bool,
 ) -> Row {
-    // Warm-up round.
-    let _ = (
-        kubeward(rt, bursts, workers),
-        kube_runtime(rt, bursts, sentinel),
-    );
+    if !quick() {
+        // Warm-up round.
+        let _ = (
+            kubeward(rt, bursts, workers),
+            kube_runtime(rt, bursts, sentinel),
+        );
+    }
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     let mut std_floors = Vec::new();
@@ -483,10 +491,11 @@ fn main() {
     let (adds, distinct) = (keys() * REPEATS as u64, keys());
     println!("## Work queue: add + get + done, {adds} adds over {distinct} keys\n");
     println!(
-        "Bursts of 10,000 adds (1,000 keys × 10); medians of {} interleaved rounds. \
+        "Bursts of {} adds (1,000 keys × 10); medians of {} interleaved rounds. \
          \"vs kube-runtime\": kube-runtime's time / kubeward's (higher is better), per add and \
          per key processed (kube-runtime's scheduler emits on its 1 ms tick and so merges more \
          adds: it processes fewer keys for the same adds).\n",
+        BURST_KEYS * REPEATS as u64,
         runs()
     );
     let u64_rows: &[(usize, &str)] = if quick() {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use crate::fixtures::{Fixture, PAGE, objects};
+use crate::fixtures::{Fixture, objects, page_size};
 
 /// A kind both caches can hold.
 pub(crate) trait Kind:
@@ -89,8 +89,9 @@ impl<K: Kind> KubeRuntime<K> {
 impl<K: Kind> Cache for KubeRuntime<K> {
     fn relist(&mut self, fixture: &Fixture, generation: u64) -> anyhow::Result<()> {
         self.writer.apply_watcher_event(&Event::Init);
-        for page in 0..objects() / PAGE {
-            let list: ObjectList<K> = serde_json::from_str(&fixture.page(page, PAGE, generation))?;
+        for page in 0..objects() / page_size() {
+            let list: ObjectList<K> =
+                serde_json::from_str(&fixture.page(page, page_size(), generation))?;
             for obj in list.items {
                 self.writer.apply_watcher_event(&Event::InitApply(obj));
             }
@@ -136,7 +137,7 @@ impl<K: Kind> Kubeward<K> {
             store,
             writer,
             strip,
-            page: PAGE,
+            page: page_size(),
         }
     }
 
@@ -155,7 +156,7 @@ impl<K: Kind> Kubeward<K> {
             store,
             writer,
             strip,
-            page: PAGE,
+            page: page_size(),
         }
     }
 }

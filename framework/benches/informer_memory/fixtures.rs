@@ -2,13 +2,15 @@
 
 use serde_json::Value;
 
-/// Objects per list page.
-pub(crate) const PAGE: usize = 500;
+/// Objects per list page: 500, or 50 with `KUBEWARD_BENCH_QUICK=1`.
+pub(crate) fn page_size() -> usize {
+    if quick() { 50 } else { 500 }
+}
 
-/// Objects per store: 10,000, or 1,000 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
-/// which checks that the bench runs, not its figures).
+/// Objects per store: 10,000, or 100 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
+/// which checks that the bench runs, not its figures, in a debug build).
 pub(crate) fn objects() -> usize {
-    if quick() { 1_000 } else { 10_000 }
+    if quick() { 100 } else { 10_000 }
 }
 
 /// Whether `KUBEWARD_BENCH_QUICK` asks for the reduced workload.

@@ -22,7 +22,7 @@ use kube::core::{ObjectList, PartialObjectMeta};
 use peak_alloc::PeakAlloc;
 
 use caches::{ByName, Cache, Kind, KubeRuntime, Kubeward};
-use fixtures::{Fixture, PAGE, objects, quick};
+use fixtures::{Fixture, objects, page_size, quick};
 
 #[global_allocator]
 static HEAP: PeakAlloc = PeakAlloc;
@@ -94,7 +94,7 @@ fn memory<K: Kind>(fixture: &Fixture) -> anyhow::Result<Vec<Row>> {
         measure(
             "kubeward compact, pages of 100, hot set full",
             fixture,
-            || Kubeward::<K>::compact(true, HOT).pages_of(100),
+            || Kubeward::<K>::compact(true, HOT).pages_of(page_size() / 5), // 100; 10 when quick
         )?,
     ])
 }
@@ -175,7 +175,7 @@ fn page_profile<K: Kind>(fixture: &Fixture) -> anyhow::Result<[usize; 4]> {
         items: Vec<serde_json::Value>,
     }
 
-    let text = fixture.page(0, PAGE, 1);
+    let text = fixture.page(0, page_size(), 1);
     let held = |parse: &dyn Fn() -> anyhow::Result<Box<dyn std::any::Any>>| {
         let before = HEAP.current_usage();
         let parsed = parse()?;
@@ -227,18 +227,22 @@ fn main() -> anyhow::Result<()> {
 
     println!("## Cache memory\n");
     println!(
-        "{} objects per cache, listed in pages of {PAGE}, then relisted with every object \
+        "{} objects per cache, listed in pages of {}, then relisted with every object \
          changed; heap counted by a global allocator (page text and parse buffers included). \
          Compact stores keep {HOT} objects decoded and were read once through, so their hot set \
          is full.\n",
-        objects()
+        objects(),
+        page_size()
     );
     let pod_rows = memory::<Pod>(&pods)?;
     print_memory(&pods, &pod_rows);
     let map_rows = memory::<ConfigMap>(&config_maps)?;
     print_memory(&config_maps, &map_rows);
 
-    println!("### Where a relist's transient memory goes: one page of {PAGE}\n");
+    println!(
+        "### Where a relist's transient memory goes: one page of {}\n",
+        page_size()
+    );
     println!("| kind | page text | as untyped values | as items' JSON texts | decoded |");
     println!("| --- | ---: | ---: | ---: | ---: |");
     for (fixture, sizes) in [

@@ -1,7 +1,8 @@
 //! Named index functions and the index they maintain.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use hashbrown::HashMap;
 
 use super::ObjectKey;
 use super::key::KeySet;
@@ -14,7 +15,8 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 #[doc(alias = "NamespaceIndex")]
 pub const NAMESPACE_INDEX: &str = "namespace";
 
-/// One named index: value → keys of the objects that have it.
+/// One named index: value → keys of the objects that have it (values hashed with foldhash, keys
+/// by the hash they keep).
 pub(super) struct Index<K> {
     pub(super) function: IndexFn<K>,
     pub(super) entries: HashMap<String, KeySet>,

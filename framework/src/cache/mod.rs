@@ -1,4 +1,9 @@
 //! Caches Kubernetes objects in memory, keyed by namespace/name, with named indexes.
+//!
+//! Inside, dependencies point one way: `store` (the [`Store`] and its [`Writer`]) uses `index`,
+//! `slot` and, for a compact store, `compact` (the codec and its `hot` set of decoded objects),
+//! all of which know nothing of the store; every map keyed by [`ObjectKey`] uses the hash the key
+//! keeps (`key`).
 
 mod change;
 mod compact;

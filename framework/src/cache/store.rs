@@ -1,9 +1,9 @@
 //! The thread-safe store of `Arc<K>` objects with named indexes, and its single writer.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 use kube::Resource;
 use parking_lot::RwLock;
@@ -506,6 +506,18 @@ mod tests {
         let read = store.get(&ObjectKey::new(Some("ns"), "a"));
         assert!(read.is_some_and(|p| Arc::ptr_eq(&p, &stored)));
         assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn a_lookup_by_name_finds_what_a_lookup_by_key_finds() {
+        let (store, writer) = store::<Pod>();
+        let stored = pod("ns", "a", "n1", "1");
+        writer.apply(Arc::clone(&stored));
+        let by_name = store.get_by_name(Some("ns"), "a");
+        assert!(by_name.is_some_and(|p| Arc::ptr_eq(&p, &stored)));
+        assert!(store.get_by_name(Some("ns"), "b").is_none());
+        assert!(store.get_by_name(None, "a").is_none(), "a is namespaced");
+        assert!(store.get_by_name(Some("other"), "a").is_none());
     }
 
     #[test]

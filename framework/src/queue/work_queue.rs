@@ -321,13 +321,9 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         // Nothing ready: let the other tasks on this thread run once (often the producer) before
         // going to sleep, which costs a wake-up later. Spin, then park.
         tokio::task::yield_now().await;
-        match shared.core.lock().pop(&mut Clock::default()) {
-            Pop::Key(key) => return Some(key),
-            Pop::Closed => return None,
-            Pop::Empty(_) => {}
-        }
         // Slow path. Register for a wake-up *before* looking again, so that an add between the
-        // look and the wait cannot be missed (tokio's `Notified::enable`).
+        // look and the wait cannot be missed (tokio's `Notified::enable`); the look and the
+        // registration share one lock.
         //
         // `sleepers` counts the gets registered to be woken, `woken` the wake-ups sent to them
         // and not yet received; adders only notify while `sleepers > woken`. Every notification
