@@ -51,7 +51,8 @@
 //! 1 ms tick and so merges more adds, while kubeward's workers take a key as soon as it is ready.
 //! The u64 table is the workload (with the floors on its current-thread row); the String
 //! table uses `namespace/name` keys on the multi-threaded runtime with 1, 4 and 8 workers, where
-//! every add also clones its key out of the pre-built sequence, for both sides.
+//! every add also clones its key out of the pre-built sequence, for both sides; the `ObjectKey`
+//! table queues the same names as `cache::ObjectKey`, whose clone is one atomic increment.
 //!
 //! `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`) runs 2,000 keys, one round and fewer rows:
 //! it checks that the bench runs, not its figures.
@@ -71,6 +72,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use kubeward::cache::ObjectKey;
 use kubeward::queue::WorkQueue;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
@@ -459,6 +461,14 @@ fn string_key(id: u64) -> String {
     format!("namespace-{}/object-{id}", id % 97)
 }
 
+/// The same names as [`string_key`], as the key type controllers queue (one `Arc`, hash kept).
+fn object_key(id: u64) -> ObjectKey {
+    ObjectKey::new(
+        Some(&format!("namespace-{}", id % 97)),
+        &format!("object-{id}"),
+    )
+}
+
 fn main() {
     // `QUEUE_BENCH_PROFILE=<workers>[mt][s]`: only kubeward, 20 runs, for a profiler; `mt` for
     // the multi-threaded runtime, `s` for String keys.
@@ -525,6 +535,16 @@ fn main() {
             "String keys (`namespace/name`)",
             string_key,
             &String::from("sentinel"),
+            string_rows,
+        )
+    );
+    println!();
+    print!(
+        "{}",
+        table(
+            "`ObjectKey` keys (the same names; what kubeward's controllers queue)",
+            object_key,
+            &ObjectKey::new(None, "sentinel"),
             string_rows,
         )
     );

@@ -78,7 +78,8 @@ fn with_compact<K: Resource + 'static>(compact: Option<Compact<K>>) -> (Store<K>
 }
 
 /// A read-only view of the cache: lookups, listings and index queries hand out `Arc<K>`,
-/// never deep copies (a [compact](super::compact_store) store decodes its cold objects).
+/// never deep copies (a [compact](crate::informer::Config::compact) store decodes its cold
+/// objects).
 /// Cheap to clone.
 #[doc(alias = "Indexer")]
 #[doc(alias = "Lister")]
@@ -190,7 +191,8 @@ impl<K> Store<K> {
         self.inner.read().objects.is_empty()
     }
 
-    /// Whether objects are kept serialized (see [`compact_store`](super::compact_store)).
+    /// Whether objects are kept serialized (see
+    /// [`informer::Config::compact`](crate::informer::Config::compact)).
     #[must_use]
     pub fn is_compact(&self) -> bool {
         self.inner.read().compact.is_some()

@@ -46,7 +46,7 @@
 //!   waiting, the earlier ready time wins (an immediate `add` of a delayed key makes it ready
 //!   now).
 //! - Rate limiting: [`add_rate_limited`](WorkQueue::add_rate_limited) delays the key by what its
-//!   [`RateLimiter`](rate_limiter::RateLimiter) says and counts a retry; [`forget`](WorkQueue::forget) resets it and
+//!   [`rate_limiter::RateLimiter`] says and counts a retry; [`forget`](WorkQueue::forget) resets it and
 //!   [`num_requeues`](WorkQueue::num_requeues) reads it. The default limiter is client-go's
 //!   `DefaultControllerRateLimiter`; see [`rate_limiter`] for the others.
 //! - [`shutdown`](WorkQueue::shutdown): adds are ignored from then on and delayed keys are
