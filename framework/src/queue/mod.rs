@@ -95,9 +95,9 @@
 //! dropped after unlocking, on the thread that lets go of them. Delayed keys move to the ready
 //! FIFOs lazily, when someone next takes the lock to look (`get`, `len`), so there is no timer
 //! task. The clock is only read when needed: for a delay, for aging once two priorities are in
-//! use, and for durations if the hooks want them. A worker that finds nothing ready looks again a
-//! few times, yielding in between so that a producer on its thread runs, then sleeps on a tokio `Notify` (until the earliest delay, if
-//! any); an add signals only when a worker sleeps and no wake-up is already on its way.
+//! use, and for durations if the hooks want them. A worker that finds nothing ready yields once,
+//! then sleeps on a tokio `Notify` (until the earliest delay, if any); an add signals only when a
+//! worker sleeps and no wake-up is already on its way.
 //!
 //! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
 //! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler`, with u64

@@ -15,9 +15,6 @@ use super::locked::{Clock, Locked, Pop, Wake};
 use super::priority::Priority;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
-/// Looks a worker with nothing ready takes (yielding in between) before it goes to sleep.
-const SPINS: usize = 4;
-
 /// How long a ready key waits before aging lets it past higher priorities, by default.
 pub const DEFAULT_AGING: Duration = Duration::from_secs(10);
 
@@ -321,16 +318,8 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
             Pop::Closed => return None,
             Pop::Empty(_) => {}
         }
-        // Nothing ready: let the other tasks on this thread run (often the producer) and look
-        // again a few times before going to sleep, which costs a wake-up later. Spin, then park.
-        for _ in 0..SPINS {
-            tokio::task::yield_now().await;
-            match shared.core.lock().pop(&mut Clock::default()) {
-                Pop::Key(key) => return Some(key),
-                Pop::Closed => return None,
-                Pop::Empty(_) => {}
-            }
-        }
+        // Nothing ready: let the other tasks on this thread run once (often the producer) before
+        // going to sleep, which costs a wake-up later. Spin, then park.
         tokio::task::yield_now().await;
         // Slow path. Register for a wake-up *before* looking again, so that an add between the
         // look and the wait cannot be missed (tokio's `Notified::enable`); the look and the
