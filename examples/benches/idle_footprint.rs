@@ -1,9 +1,9 @@
 //! Idle footprint: resident memory of the example operator at rest, with and without objects.
 //!
-//! Starts the local control plane, creates `OBJECTS` ConfigMaps in one namespace, and runs the
+//! Starts the local control plane, creates 10,000 ConfigMaps in one namespace, and runs the
 //! `configmap_generator` binary twice: watching an empty namespace (the fixed cost) and watching
 //! the full one (it owns ConfigMaps, so it caches them all). Each run waits for `/readyz`, lets the
-//! process sit `REST`, and reads `VmRSS` from `/proc`. The raw JSON of the same list is the
+//! process sit 10 s, and reads `VmRSS` from `/proc`. The raw JSON of the same list is the
 //! yardstick for the per-object cost.
 //!
 //! `cargo bench -p kubeward-examples --bench idle_footprint` prints a markdown table.
@@ -25,8 +25,20 @@ use kubeward::testing::{ControlPlane, install_crd, wait_for};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-const OBJECTS: usize = 10_000;
-const REST: Duration = Duration::from_secs(10);
+/// ConfigMaps cached: 10,000, or 500 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
+/// which checks that the bench runs, not its figures).
+fn objects() -> usize {
+    if quick() { 500 } else { 10_000 }
+}
+
+/// How long the operator rests before its memory is read: 10 s, or 2 s when quick.
+fn rest() -> Duration {
+    Duration::from_secs(if quick() { 2 } else { 10 })
+}
+
+fn quick() -> bool {
+    std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
 const WRITERS: usize = 64;
 
 fn free_addr() -> anyhow::Result<SocketAddr> {
@@ -78,7 +90,7 @@ async fn populate(cp: &ControlPlane, ns: &str) -> anyhow::Result<()> {
     for w in 0..WRITERS {
         let api: Api<ConfigMap> = Api::namespaced(cp.client(), ns);
         writers.spawn(async move {
-            for i in (w..OBJECTS).step_by(WRITERS) {
+            for i in (w..objects()).step_by(WRITERS) {
                 let cm = ConfigMap {
                     metadata: ObjectMeta {
                         name: Some(format!("cm-{i}")),
@@ -126,7 +138,7 @@ async fn operator_rss(cp: &ControlPlane, ns: &str) -> anyhow::Result<u64> {
         || readyz(probes),
     )
     .await?;
-    tokio::time::sleep(REST).await;
+    tokio::time::sleep(rest()).await;
     rss_bytes(operator.0.id())
 }
 
@@ -147,28 +159,30 @@ fn main() -> anyhow::Result<()> {
             .len();
         let empty = operator_rss(&cp, "idle-empty").await?;
         let full = operator_rss(&cp, "idle-full").await?;
-        let per_object = full.saturating_sub(empty) as f64 / OBJECTS as f64;
+        let per_object = full.saturating_sub(empty) as f64 / objects() as f64;
         println!("## Idle footprint");
         println!();
         println!(
             "Resident memory (VmRSS) of the example operator `configmap_generator`, {} s after /readyz turned 200; the raw list JSON of the same ConfigMaps for scale.",
-            REST.as_secs()
+            rest().as_secs()
         );
         println!();
         println!("| | resident | per ConfigMap |");
         println!("| --- | ---: | ---: |");
         println!("| operator, empty namespace | {:.1} MB | |", empty as f64 / 1e6);
         println!(
-            "| operator, {OBJECTS} ConfigMaps cached | {:.1} MB | {:.0} B over empty |",
+            "| operator, {} ConfigMaps cached | {:.1} MB | {:.0} B over empty |",
+            objects(),
             full as f64 / 1e6,
             per_object
         );
         println!(
-            "| raw list JSON of the {OBJECTS} ConfigMaps | {:.1} MB | {:.0} B |",
+            "| raw list JSON of the {} ConfigMaps | {:.1} MB | {:.0} B |",
+            objects(),
             raw as f64 / 1e6,
-            raw as f64 / OBJECTS as f64
+            raw as f64 / objects() as f64
         );
-        println!("| cached / raw JSON | | {:.2}× |", per_object / (raw as f64 / OBJECTS as f64));
+        println!("| cached / raw JSON | | {:.2}× |", per_object / (raw as f64 / objects() as f64));
         Ok(())
     })
 }

@@ -46,9 +46,16 @@
 //!
 //! Each configuration runs 5 rounds after a warm-up, the contenders taking turns within a round
 //! so that a load spike on a shared machine hits all of them; the tables show the medians, and
-//! the ratios are medians of the per-round ratios. The u64 table is the issue's workload; the
-//! String table uses `namespace/name` keys (what controllers queue), where every add also clones
-//! its key out of the pre-built sequence, for all three.
+//! the ratios are medians of the per-round ratios. Every row gives ns per add and ns per key
+//! processed for both sides, and the keys each processed: kube-runtime's scheduler emits on its
+//! 1 ms tick and so merges more adds, while kubeward's workers take a key as soon as it is ready.
+//! The u64 table is the issue's workload (with the floors on its current-thread row); the String
+//! table uses `namespace/name` keys on the multi-threaded runtime with 1, 4 and 8 workers, where
+//! every add also clones its key out of the pre-built sequence, for both sides; the `ObjectKey`
+//! table queues the same names as `cache::ObjectKey`, whose clone is one atomic increment.
+//!
+//! `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`) runs 2,000 keys, one round and fewer rows:
+//! it checks that the bench runs, not its figures.
 //!
 //! `QUEUE_BENCH_PROFILE=<workers>[mt][s]` runs only kubeward (20 runs; `mt`: multi-threaded
 //! runtime, `s`: String keys) and prints the median, for use under a profiler.
@@ -65,14 +72,29 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use kubeward::cache::ObjectKey;
 use kubeward::queue::WorkQueue;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
-const KEYS: u64 = 100_000;
 const REPEATS: usize = 10;
 const BURST_KEYS: u64 = 1_000;
-const RUNS: usize = 5;
+
+/// `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`): 2,000 keys, one round and no warm-up,
+/// fewer rows: checks that the bench runs (in a debug build), not its figures.
+fn quick() -> bool {
+    std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Distinct keys in a run.
+fn keys() -> u64 {
+    if quick() { 2_000 } else { 100_000 }
+}
+
+/// Measured rounds per row (after one warm-up round).
+fn runs() -> usize {
+    if quick() { 1 } else { 5 }
+}
 
 /// A small deterministic generator, so that every contender gets the same sequence.
 struct SplitMix(u64);
@@ -90,7 +112,7 @@ impl SplitMix {
 /// The adds, burst by burst.
 fn workload<K>(key: impl Fn(u64) -> K) -> Vec<Vec<K>> {
     let mut rng = SplitMix(0x5EED);
-    (0..KEYS / BURST_KEYS)
+    (0..keys() / BURST_KEYS)
         .map(|burst| {
             let mut ids: Vec<u64> = (burst * BURST_KEYS..(burst + 1) * BURST_KEYS)
                 .flat_map(|id| std::iter::repeat_n(id, REPEATS))
@@ -290,7 +312,13 @@ fn multi_thread() -> Runtime {
 }
 
 fn per_add(run: Run) -> f64 {
-    run.time.as_nanos() as f64 / (KEYS as f64 * REPEATS as f64)
+    run.time.as_nanos() as f64 / (keys() as f64 * REPEATS as f64)
+}
+
+/// Nanoseconds per key handed out: kube-runtime's scheduler merges more adds (it emits on its
+/// 1 ms tick), so it hands out fewer keys for the same adds.
+fn per_processed(run: Run) -> f64 {
+    run.time.as_nanos() as f64 / run.processed.max(1) as f64
 }
 
 /// The median of each column over interleaved rounds, so that a load spike hits all of them.
@@ -298,7 +326,10 @@ struct Row {
     ours: Run,
     theirs: Run,
     floors: Option<(Run, Run)>,
+    /// Per add: kube-runtime's time / kubeward's.
     vs_theirs: f64,
+    /// Per processed key: kube-runtime's time per key / kubeward's.
+    vs_theirs_processed: f64,
     vs_floors: Option<(f64, f64)>,
 }
 
@@ -308,10 +339,14 @@ fn median_f64(mut v: Vec<f64>) -> f64 {
 }
 
 fn ratios(ours: &[Run], other: &[Run]) -> f64 {
+    ratios_by(ours, other, per_add)
+}
+
+fn ratios_by(ours: &[Run], other: &[Run], per: fn(Run) -> f64) -> f64 {
     median_f64(
         ours.iter()
             .zip(other)
-            .map(|(o, t)| per_add(*o) / per_add(*t))
+            .map(|(o, t)| per(*o) / per(*t))
             .collect(),
     )
 }
@@ -323,16 +358,18 @@ fn row<K: Key>(
     sentinel: &K,
     with_floor: bool,
 ) -> Row {
-    // Warm-up round.
-    let _ = (
-        kubeward(rt, bursts, workers),
-        kube_runtime(rt, bursts, sentinel),
-    );
+    if !quick() {
+        // Warm-up round.
+        let _ = (
+            kubeward(rt, bursts, workers),
+            kube_runtime(rt, bursts, sentinel),
+        );
+    }
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     let mut std_floors = Vec::new();
     let mut fold_floors = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         ours.push(kubeward(rt, bursts, workers));
         theirs.push(kube_runtime(rt, bursts, sentinel));
         if with_floor {
@@ -342,6 +379,7 @@ fn row<K: Key>(
     }
     Row {
         vs_theirs: 1.0 / ratios(&ours, &theirs),
+        vs_theirs_processed: 1.0 / ratios_by(&ours, &theirs, per_processed),
         vs_floors: with_floor.then(|| (ratios(&ours, &std_floors), ratios(&ours, &fold_floors))),
         ours: median(ours),
         theirs: median(theirs),
@@ -349,46 +387,68 @@ fn row<K: Key>(
     }
 }
 
-fn table<K: Key>(title: &str, key: impl Fn(u64) -> K, sentinel: &K) -> String {
+/// One table: a row per `(workers, runtime)`; the floors for the current-thread row only.
+fn table<K: Key>(
+    title: &str,
+    key: impl Fn(u64) -> K,
+    sentinel: &K,
+    rows: &[(usize, &str)],
+) -> String {
     let bursts = Arc::new(workload(key));
     let mut out = String::new();
     let _ = writeln!(out, "### {title}\n");
     let _ = writeln!(
         out,
-        "| workers | runtime | kubeward ns/add | kube-runtime ns/add | kubeward vs kube-runtime (throughput) | floor ns/add | kubeward vs floor (time) | foldhash floor ns/add | kubeward vs foldhash floor (time) | keys processed (kubeward / kube-runtime / floor) |"
+        "| workers | runtime | kubeward ns/add | kube-runtime ns/add | kubeward vs kube-runtime, per add | kubeward ns/key processed | kube-runtime ns/key processed | kubeward vs kube-runtime, per key processed | keys processed (kubeward / kube-runtime) |"
     );
     let _ = writeln!(
         out,
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     );
     let single = current_thread();
     let multi = multi_thread();
-    let rows: [(usize, &str, &Runtime); 4] = [
-        (1, "current-thread", &single),
-        (1, "multi-thread", &multi),
-        (4, "multi-thread", &multi),
-        (8, "multi-thread", &multi),
-    ];
-    for (workers, flavour, rt) in rows {
+    let mut floors = Vec::new();
+    for &(workers, flavour) in rows {
+        let rt = if flavour == "current-thread" {
+            &single
+        } else {
+            &multi
+        };
         let r = row(rt, &bursts, workers, sentinel, flavour == "current-thread");
-        let floors = match (r.floors, r.vs_floors) {
-            (Some((std_floor, fold_floor)), Some((vs_std, vs_fold))) => format!(
-                "{:.1} | {vs_std:.2}× | {:.1} | {vs_fold:.2}× | {} / {} / {}",
+        if let (Some((std_floor, fold_floor)), Some((vs_std, vs_fold))) = (r.floors, r.vs_floors) {
+            floors.push(format!(
+                "| {workers} | {flavour} | {:.1} | {vs_std:.2}× | {:.1} | {vs_fold:.2}× | {} |",
                 per_add(std_floor),
                 per_add(fold_floor),
-                r.ours.processed,
-                r.theirs.processed,
                 std_floor.processed,
-            ),
-            _ => format!(" | | | | {} / {} / –", r.ours.processed, r.theirs.processed),
-        };
+            ));
+        }
         let _ = writeln!(
             out,
-            "| {workers} | {flavour} | {:.1} | {:.1} | {:.2}× | {floors} |",
+            "| {workers} | {flavour} | {:.1} | {:.1} | {:.2}× | {:.1} | {:.1} | {:.2}× | {} / {} |",
             per_add(r.ours),
             per_add(r.theirs),
             r.vs_theirs,
+            per_processed(r.ours),
+            per_processed(r.theirs),
+            r.vs_theirs_processed,
+            r.ours.processed,
+            r.theirs.processed,
         );
+    }
+    if !floors.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nFloors: a bare `HashSet` + `VecDeque`, single-threaded, no runtime (\"vs\": kubeward's time / the floor's, lower is better).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| workers | runtime | floor ns/add | kubeward vs floor | foldhash floor ns/add | kubeward vs foldhash floor | keys processed by the floors |"
+        );
+        let _ = writeln!(out, "| ---: | --- | ---: | ---: | ---: | ---: | ---: |");
+        for line in floors {
+            let _ = writeln!(out, "{line}");
+        }
     }
     out
 }
@@ -399,6 +459,14 @@ fn u64_key(id: u64) -> u64 {
 
 fn string_key(id: u64) -> String {
     format!("namespace-{}/object-{id}", id % 97)
+}
+
+/// The same names as [`string_key`], as the key type controllers queue (one `Arc`, hash kept).
+fn object_key(id: u64) -> ObjectKey {
+    ObjectKey::new(
+        Some(&format!("namespace-{}", id % 97)),
+        &format!("object-{id}"),
+    )
 }
 
 fn main() {
@@ -430,27 +498,54 @@ fn main() {
         );
         return;
     }
-    println!("## Work queue: add + get + done, 1,000,000 adds over 100,000 keys\n");
+    let (adds, distinct) = (keys() * REPEATS as u64, keys());
+    println!("## Work queue: add + get + done, {adds} adds over {distinct} keys\n");
     println!(
-        "Bursts of 10,000 adds (1,000 keys × 10); medians of {RUNS} interleaved rounds. \
-         \"vs kube-runtime\": kube-runtime's time / kubeward's (higher is better). \"vs floor\": \
-         kubeward's time / the bare HashSet + VecDeque's, single-threaded (lower is better).\n"
+        "Bursts of {} adds (1,000 keys × 10); medians of {} interleaved rounds. \
+         \"vs kube-runtime\": kube-runtime's time / kubeward's (higher is better), per add and \
+         per key processed (kube-runtime's scheduler emits on its 1 ms tick and so merges more \
+         adds: it processes fewer keys for the same adds).\n",
+        BURST_KEYS * REPEATS as u64,
+        runs()
     );
-    print!(
-        "{}",
-        table(
-            "u64 keys",
-            |id| id.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            &u64::MAX
-        )
-    );
+    let u64_rows: &[(usize, &str)] = if quick() {
+        &[(1, "current-thread"), (1, "multi-thread")]
+    } else {
+        &[
+            (1, "current-thread"),
+            (1, "multi-thread"),
+            (4, "multi-thread"),
+            (8, "multi-thread"),
+        ]
+    };
+    print!("{}", table("u64 keys", u64_key, &u64::MAX, u64_rows));
     println!();
+    let string_rows: &[(usize, &str)] = if quick() {
+        &[(4, "multi-thread")]
+    } else {
+        &[
+            (1, "multi-thread"),
+            (4, "multi-thread"),
+            (8, "multi-thread"),
+        ]
+    };
     print!(
         "{}",
         table(
             "String keys (`namespace/name`)",
             string_key,
             &String::from("sentinel"),
+            string_rows,
+        )
+    );
+    println!();
+    print!(
+        "{}",
+        table(
+            "`ObjectKey` keys (the same names; what kubeward's controllers queue)",
+            object_key,
+            &ObjectKey::new(None, "sentinel"),
+            string_rows,
         )
     );
 }

@@ -28,7 +28,10 @@ use tokio::time::Instant;
 use crate::ms;
 use crate::stamp::{self, Arrivals};
 
-const SAMPLES: u64 = 1_000;
+/// Updates timed: 1,000, or 50 with `KUBEWARD_BENCH_QUICK=1`.
+fn samples() -> u64 {
+    if crate::quick() { 50 } else { 1_000 }
+}
 const NS: &str = "bench-latency";
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -77,7 +80,7 @@ async fn drive(
     let mut latest = starts.latest.subscribe();
     tokio::time::timeout(TIMEOUT, latest.wait_for(|s| *s == 0)).await??;
     let mut spans = Vec::new();
-    for seq in 1..=SAMPLES {
+    for seq in 1..=samples() {
         let patch = json!({ "data": { "seq": seq.to_string() } });
         api.patch("lat", &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
@@ -93,9 +96,10 @@ async fn drive(
         }
     }
     anyhow::ensure!(
-        spans.len() as u64 == SAMPLES,
-        "only {} of {SAMPLES} events were stamped",
-        spans.len()
+        spans.len() as u64 == samples(),
+        "only {} of {} events were stamped",
+        spans.len(),
+        samples()
     );
     // Reset for the next contender.
     api.patch(
@@ -175,7 +179,8 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     println!("## Event latency");
     println!();
     println!(
-        "From a watch event's bytes reaching the client to the start of its reconcile, {SAMPLES} updates of one ConfigMap, one at a time, local control plane."
+        "From a watch event's bytes reaching the client to the start of its reconcile, {} updates of one ConfigMap, one at a time, local control plane.",
+        samples()
     );
     println!();
     println!("| controller | p50 | p99 | max |");

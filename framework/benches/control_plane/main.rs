@@ -35,12 +35,25 @@ use peak_alloc::PeakAlloc;
 #[global_allocator]
 static HEAP: PeakAlloc = PeakAlloc;
 
-/// The namespace with `SMALL` ConfigMaps.
+/// The namespace with [`small`] ConfigMaps.
 pub const SMALL_NS: &str = "bench-10k";
-/// The namespace with the other `LARGE - SMALL` ConfigMaps.
+/// The namespace with the other [`large`] - [`small`] ConfigMaps.
 const REST_NS: &str = "bench-40k";
-pub const SMALL: usize = 10_000;
-pub const LARGE: usize = 50_000;
+/// ConfigMaps in `SMALL_NS`: 10,000, or 500 with `KUBEWARD_BENCH_QUICK=1`.
+pub fn small() -> usize {
+    if quick() { 500 } else { 10_000 }
+}
+
+/// ConfigMaps in both namespaces: 50,000, or 1,500 with `KUBEWARD_BENCH_QUICK=1`.
+pub fn large() -> usize {
+    if quick() { 1_500 } else { 50_000 }
+}
+
+/// `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`): every section on a reduced workload, to
+/// check that the bench runs, not its figures.
+pub fn quick() -> bool {
+    std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 /// A ConfigMap of about 300 bytes of JSON, like a small settings file.
 pub fn config_map(namespace: &str, name: String) -> ConfigMap {
@@ -131,10 +144,10 @@ fn main() -> anyhow::Result<()> {
         let client = cp.client();
         let seeding = tokio::time::Instant::now();
         if sections.iter().any(|s| s == "sync" || s == "watches") {
-            populate(&client, SMALL_NS, SMALL).await?;
+            populate(&client, SMALL_NS, small()).await?;
         }
         if sections.iter().any(|s| s == "sync") {
-            populate(&client, REST_NS, LARGE - SMALL).await?;
+            populate(&client, REST_NS, large() - small()).await?;
         }
         eprintln!("created the ConfigMaps in {:?}", seeding.elapsed());
         for section in &sections {

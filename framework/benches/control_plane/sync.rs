@@ -17,9 +17,12 @@ use kubeward::informer::{self, SharedInformer};
 use kubeward::testing::ControlPlane;
 use tokio::time::Instant;
 
-use crate::{LARGE, SMALL, SMALL_NS, median, ms};
+use crate::{SMALL_NS, large, median, ms, small};
 
-const ROUNDS: usize = 9;
+/// Rounds per row: 9, or 1 with `KUBEWARD_BENCH_QUICK=1`.
+fn rounds() -> usize {
+    if crate::quick() { 1 } else { 9 }
+}
 const PAGE: u32 = 500;
 
 /// Lists every page; returns the number of objects.
@@ -107,7 +110,8 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     println!("## Initial sync");
     println!();
     println!(
-        "Time from start until the cache holds every ConfigMap (median of {ROUNDS}), pages of {PAGE}, local etcd + kube-apiserver."
+        "Time from start until the cache holds every ConfigMap (median of {}), pages of {PAGE}, local etcd + kube-apiserver.",
+        rounds()
     );
     println!();
     println!(
@@ -115,14 +119,14 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut cpu_rows = Vec::new();
-    for (label, namespace) in [(SMALL, Some(SMALL_NS)), (LARGE, None)] {
+    for (label, namespace) in [(small(), Some(SMALL_NS)), (large(), None)] {
         let api = |c: Client| match namespace {
             Some(ns) => Api::<ConfigMap>::namespaced(c, ns),
             None => Api::all(c),
         };
         let expected = raw_list(&api(cp.client())).await?;
         let (mut floor, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
+        for round in 0..rounds() {
             for turn in 0..3 {
                 match (round + turn) % 3 {
                     0 => floor.push(

@@ -21,9 +21,16 @@ use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::{ControlPlane, wait_for};
 
-use crate::{SMALL, SMALL_NS, heap};
+use crate::{SMALL_NS, heap, small};
 
-const CONTROLLERS: [usize; 4] = [1, 2, 4, 8];
+/// Controllers per row: 1, 2, 4, 8, or 1 and 2 with `KUBEWARD_BENCH_QUICK=1`.
+fn controllers() -> &'static [usize] {
+    if crate::quick() {
+        &[1, 2]
+    } else {
+        &[1, 2, 4, 8]
+    }
+}
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Clone)]
@@ -68,9 +75,9 @@ async fn settle(
     n: usize,
     base: usize,
 ) -> anyhow::Result<Cost> {
-    let what = format!("{n} controllers to reconcile {SMALL} ConfigMaps each");
+    let what = format!("{n} controllers to reconcile {} ConfigMaps each", small());
     wait_for(TIMEOUT, &what, || async {
-        (count.load(Ordering::Relaxed) >= n * SMALL).then_some(())
+        (count.load(Ordering::Relaxed) >= n * small()).then_some(())
     })
     .await?;
     Ok(Cost {
@@ -139,7 +146,8 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     println!("## Shared watches");
     println!();
     println!(
-        "Controllers on ConfigMaps in one namespace of {SMALL}: open watches (apiserver gauge) and heap growth of the process once all have reconciled everything."
+        "Controllers on ConfigMaps in one namespace of {}: open watches (apiserver gauge) and heap growth of the process once all have reconciled everything.",
+        small()
     );
     println!();
     println!(
@@ -147,7 +155,7 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     let idle = open_watches(&client).await?;
-    for n in CONTROLLERS {
+    for &n in controllers() {
         drained(&client, idle).await?;
         let ours = kubeward(cp, n).await?;
         drained(&client, idle).await?;

@@ -12,22 +12,22 @@ use kube::runtime::reflector::ObjectRef;
 use kubeward::cache::ObjectKey;
 use kubeward::testing::FakeApiServer;
 
-use super::{FAST, Load, Stop, fake_with, slots, start_ours, start_theirs};
+use super::{Load, Stop, fake_with, fast, slots, start_ours, start_theirs};
 
 /// Starts a controller on the fake, reconciling what the load does and what the stream names.
 type Start<T> = Box<dyn FnOnce(FakeApiServer, Arc<Load>, UnboundedReceiver<T>) -> Stop>;
 
 /// Lets the initial list's reconciles finish, then times `FAST` keys made by `key`.
 async fn measure<T>(parked: usize, start: Start<T>, key: impl Fn(String) -> T) -> Option<Duration> {
-    let fake = fake_with(&[("parked", parked), ("fast", FAST)]);
-    let load = Load::new(parked, FAST);
+    let fake = fake_with(&[("parked", parked), ("fast", fast())]);
+    let load = Load::new(parked, fast());
     let (sender, receiver) = unbounded();
-    let keys: Vec<T> = (0..FAST).map(|i| key(format!("fast-{i}"))).collect();
+    let keys: Vec<T> = (0..fast()).map(|i| key(format!("fast-{i}"))).collect();
     let warm_up = load.fast_done.notified();
     let stop = start(fake, Arc::clone(&load), receiver);
     let listed = tokio::time::timeout(super::TIMEOUT, warm_up).await.is_ok();
     let elapsed = match load.parked_in_flight().await {
-        Some(()) if listed => load.time_until(2 * FAST, || send(&sender, keys)).await,
+        Some(()) if listed => load.time_until(2 * fast(), || send(&sender, keys)).await,
         _ => None,
     };
     load.release.cancel();

@@ -20,6 +20,7 @@
     clippy::cast_precision_loss
 )]
 
+mod floor;
 mod keys;
 mod watch;
 
@@ -42,9 +43,27 @@ use kubeward::testing::FakeApiServer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-const FAST: usize = 100_000;
-const PARKED: [usize; 3] = [0, 1_000, 10_000];
 const CONCURRENCY: [usize; 2] = [1, 8];
+
+/// `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`): 300 fast reconciles, at most 20 parked:
+/// checks that the bench runs (in a debug build), not its figures.
+fn quick() -> bool {
+    std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Fast reconciles timed per row.
+fn fast() -> usize {
+    if quick() { 300 } else { 100_000 }
+}
+
+/// Reconciles parked in flight, per row.
+fn parked_rows() -> &'static [usize] {
+    if quick() {
+        &[0, 100]
+    } else {
+        &[0, 1_000, 10_000]
+    }
+}
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Counts parked and fast reconciles; parked ones wait for `release`, and `fast_done` is
@@ -186,7 +205,7 @@ fn config_map(name: String) -> ConfigMap {
 
 /// A fake API server with ConfigMaps `{prefix}-0` .. `{prefix}-{n-1}` for each `(prefix, n)`.
 fn fake_with(sets: &[(&str, usize)]) -> FakeApiServer {
-    let fake = FakeApiServer::new().with_history_limit(FAST * 2);
+    let fake = FakeApiServer::new().with_history_limit(fast() * 2);
     fake.register::<ConfigMap>();
     for &(prefix, n) in sets {
         seed(&fake, prefix, n);
@@ -204,8 +223,8 @@ fn seed(fake: &FakeApiServer, prefix: &str, n: usize) {
 /// Reconciles per second, or the timeout.
 fn show(d: Option<Duration>) -> String {
     d.map_or_else(
-        || format!("< {:.0}/s", FAST as f64 / TIMEOUT.as_secs_f64()),
-        |d| format!("{:.0}/s", FAST as f64 / d.as_secs_f64()),
+        || format!("< {:.0}/s", fast() as f64 / TIMEOUT.as_secs_f64()),
+        |d| format!("{:.0}/s", fast() as f64 / d.as_secs_f64()),
     )
 }
 
@@ -218,26 +237,46 @@ fn ratio(ours: Option<Duration>, theirs: Option<Duration>) -> String {
     }
 }
 
-/// One table: every (concurrency, parked) row, or only the one named on the command line.
+/// A floor's time (`None`: it could not be measured).
+#[derive(Clone, Copy)]
+struct Floor(Option<Duration>);
+
+/// One table: every (concurrency, parked) row, or only the one named on the command line. With
+/// a `floor` (the time to do only part of the work), two columns compare kubeward with it.
 async fn table<F, G>(
     mut ours: impl FnMut(usize, usize) -> F,
     mut theirs: impl FnMut(usize, usize) -> G,
+    floor: Option<Floor>,
 ) where
     F: Future<Output = Option<Duration>>,
     G: Future<Output = Option<Duration>>,
 {
-    println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    if floor.is_some() {
+        println!(
+            "| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime | decode floor | kubeward's time / the floor's |"
+        );
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    } else {
+        println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
+        println!("| ---: | ---: | ---: | ---: | ---: |");
+    }
     let only: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
     for concurrency in CONCURRENCY {
-        for parked in PARKED {
+        for &parked in parked_rows() {
             if only.len() == 2 && only != [concurrency, parked] {
                 continue;
             }
             let a = ours(parked, concurrency).await;
             let b = theirs(parked, concurrency).await;
+            let beside_floor = floor.map_or_else(String::new, |Floor(floor)| {
+                let vs = match (a, floor) {
+                    (Some(a), Some(f)) => format!("{:.2}×", a.as_secs_f64() / f.as_secs_f64()),
+                    _ => "–".into(),
+                };
+                format!(" {} | {vs} |", show(floor))
+            });
             println!(
-                "| {concurrency} | {parked} | {} | {} | {} |",
+                "| {concurrency} | {parked} | {} | {} | {} |{beside_floor}",
                 show(a),
                 show(b),
                 ratio(a, b)
@@ -257,7 +296,8 @@ fn main() {
         println!("## Reconcile throughput");
         println!();
         println!(
-            "{FAST} no-op reconciles with slow reconciles parked in flight, on an in-memory fake API server ({cores} cores); reconciles per second."
+            "{} no-op reconciles with slow reconciles parked in flight, on an in-memory fake API server ({cores} cores); reconciles per second.",
+            fast()
         );
         println!();
         let tables: Vec<String> = std::env::args().skip(1).filter(|a| a == "keys" || a == "watch").collect();
@@ -265,12 +305,17 @@ fn main() {
         if wanted("keys") {
             println!("### Keys sent on a stream to cached objects: the controller machinery alone");
             println!();
-            table(keys::kubeward, keys::kube_runtime).await;
+            table(keys::kubeward, keys::kube_runtime, None).await;
         }
         if wanted("watch") {
             println!("### Freshly created ConfigMaps, each from its watch event");
             println!();
-            table(watch::kubeward, watch::kube_runtime).await;
+            println!(
+                "Decode floor: the same ADDED events' bytes decoded into `WatchEvent<ConfigMap>` and nothing else, single-threaded (fastest of 3)."
+            );
+            println!();
+            let floor = floor::decode();
+            table(watch::kubeward, watch::kube_runtime, Some(Floor(floor))).await;
         }
     });
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kubeward::testing::FakeApiServer;
 
-use super::{FAST, Load, Stop, fake_with, seed, slots, start_ours, start_theirs};
+use super::{Load, Stop, fake_with, fast, seed, slots, start_ours, start_theirs};
 
 /// Parks `parked` reconciles, then times `FAST` fresh ones; `start` runs the controller.
 async fn measure(
@@ -13,10 +13,13 @@ async fn measure(
     start: impl FnOnce(&FakeApiServer, Arc<Load>) -> Stop,
 ) -> Option<Duration> {
     let fake = fake_with(&[("parked", parked)]);
-    let load = Load::new(parked, FAST);
+    let load = Load::new(parked, fast());
     let stop = start(&fake, Arc::clone(&load));
     let elapsed = match load.parked_in_flight().await {
-        Some(()) => load.time_until(FAST, || seed(&fake, "fast", FAST)).await,
+        Some(()) => {
+            load.time_until(fast(), || seed(&fake, "fast", fast()))
+                .await
+        }
         None => None,
     };
     load.release.cancel();

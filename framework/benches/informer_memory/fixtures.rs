@@ -2,9 +2,21 @@
 
 use serde_json::Value;
 
-/// Objects per store, and per list page.
-pub(crate) const OBJECTS: usize = 10_000;
-pub(crate) const PAGE: usize = 500;
+/// Objects per list page: 500, or 50 with `KUBEWARD_BENCH_QUICK=1`.
+pub(crate) fn page_size() -> usize {
+    if quick() { 50 } else { 500 }
+}
+
+/// Objects per store: 10,000, or 100 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
+/// which checks that the bench runs, not its figures, in a debug build).
+pub(crate) fn objects() -> usize {
+    if quick() { 100 } else { 10_000 }
+}
+
+/// Whether `KUBEWARD_BENCH_QUICK` asks for the reduced workload.
+pub(crate) fn quick() -> bool {
+    std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 /// A ConfigMap as an operator writes it with server-side apply: a few settings, the operator's
 /// labels, an owner reference to its custom resource, and the managedFields entry the API
@@ -16,6 +28,8 @@ pub(crate) struct Fixture {
     /// `Pods` or `ConfigMaps`.
     pub(crate) plural: &'static str,
     list_kind: &'static str,
+    /// Every copy's namespace.
+    pub(crate) namespace: String,
     template: String,
 }
 
@@ -33,12 +47,17 @@ impl Fixture {
 
     fn new(plural: &'static str, list_kind: &'static str, text: &str) -> anyhow::Result<Self> {
         let mut object: Value = serde_json::from_str(text)?;
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         object["metadata"]["name"] = "@NAME@".into();
         object["metadata"]["uid"] = "@UID@".into();
         object["metadata"]["resourceVersion"] = "@RV@".into();
         Ok(Self {
             plural,
             list_kind,
+            namespace,
             template: serde_json::to_string(&object)?,
         })
     }
@@ -55,14 +74,20 @@ impl Fixture {
         Ok(Self {
             plural: self.plural,
             list_kind: "PartialObjectMetadataList",
+            namespace: self.namespace.clone(),
             template: serde_json::to_string(&partial)?,
         })
+    }
+
+    /// The name of object `i`.
+    pub(crate) fn name(i: usize) -> String {
+        format!("web-7d4f4bd8dc-{i:05}")
     }
 
     /// The compact JSON of object `i` at resourceVersion generation `generation`.
     pub(crate) fn object(&self, i: usize, generation: u64) -> String {
         self.template
-            .replace("@NAME@", &format!("web-7d4f4bd8dc-{i:05}"))
+            .replace("@NAME@", &Self::name(i))
             .replace("@UID@", &format!("3f1c2d7e-8b9a-4c1d-9e2f-{i:012}"))
             .replace("@RV@", &(generation * 100_000 + i as u64).to_string())
     }

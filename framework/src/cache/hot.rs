@@ -1,9 +1,9 @@
 //! The recently read objects a compact store keeps decoded.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ObjectKey;
+use super::key::KeyMap;
 
 /// A bounded set of decoded objects in two generations: reads land in the young one; when it is
 /// full, it becomes the old one and the previous old one is dropped; a read found in the old one
@@ -11,8 +11,8 @@ use super::ObjectKey;
 /// stays decoded, with O(1) work per read and no list to maintain.
 pub(super) struct Hot<K> {
     generation: usize,
-    young: HashMap<ObjectKey, Arc<K>>,
-    old: HashMap<ObjectKey, Arc<K>>,
+    young: KeyMap<Arc<K>>,
+    old: KeyMap<Arc<K>>,
 }
 
 impl<K> Hot<K> {
@@ -20,8 +20,8 @@ impl<K> Hot<K> {
     pub(super) fn new(capacity: usize) -> Self {
         Self {
             generation: capacity.div_ceil(2),
-            young: HashMap::new(),
-            old: HashMap::new(),
+            young: KeyMap::default(),
+            old: KeyMap::default(),
         }
     }
 

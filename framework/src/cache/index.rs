@@ -1,9 +1,11 @@
 //! Named index functions and the index they maintain.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use hashbrown::HashMap;
+
 use super::ObjectKey;
+use super::key::KeySet;
 
 /// Computes the index values of an object, e.g. its node name; an object may have several or none.
 #[doc(alias = "IndexFunc")]
@@ -13,10 +15,11 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 #[doc(alias = "NamespaceIndex")]
 pub const NAMESPACE_INDEX: &str = "namespace";
 
-/// One named index: value → keys of the objects that have it.
+/// One named index: value → keys of the objects that have it (values hashed with foldhash, keys
+/// by the hash they keep).
 pub(super) struct Index<K> {
     pub(super) function: IndexFn<K>,
-    pub(super) entries: HashMap<String, HashSet<ObjectKey>>,
+    pub(super) entries: HashMap<String, KeySet>,
 }
 
 impl<K> Index<K> {

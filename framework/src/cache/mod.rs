@@ -1,4 +1,9 @@
 //! Caches Kubernetes objects in memory, keyed by namespace/name, with named indexes.
+//!
+//! Inside, dependencies point one way: `store` (the [`Store`] and its [`Writer`]) uses `index`,
+//! `slot` and, for a compact store, `compact` (the codec and its `hot` set of decoded objects),
+//! all of which know nothing of the store; every map keyed by [`ObjectKey`] uses the hash the key
+//! keeps (`key`).
 
 mod change;
 mod compact;
@@ -9,10 +14,15 @@ mod key;
 mod slot;
 mod store;
 
+#[cfg(test)]
+mod tests;
+
 pub use change::{Change, Deleted};
-pub use compact::compact_store;
-pub(crate) use compact::{Decode, compact_store_with};
+pub(crate) use compact::Decode;
 pub use error::{Error, Result};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use key::ObjectKey;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use store::compact_store;
+pub(crate) use store::compact_store_with;
 pub use store::{Relist, Store, Writer, store};

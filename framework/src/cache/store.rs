@@ -1,35 +1,71 @@
 //! The thread-safe store of `Arc<K>` objects with named indexes, and its single writer.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 use kube::Resource;
 use parking_lot::RwLock;
 
-use super::compact::Compact;
+use super::compact::{Compact, Decode};
 use super::index::Index;
+use super::key::{KeyMap, KeyRef, KeySet};
 use super::slot::Slot;
 use super::{Change, Deleted, Error, IndexFn, NAMESPACE_INDEX, ObjectKey, Result};
 
 /// Creates an empty store: a read-only [`Store`] handle (cheap to clone, hand it to readers)
 /// and the [`Writer`] that fills it. The store starts with the [`NAMESPACE_INDEX`].
-/// [`compact_store`](super::compact_store) makes one that keeps objects serialized.
+/// An informer keeps its objects serialized instead with
+/// [`informer::Config::compact`](crate::informer::Config::compact).
 #[must_use]
 pub fn store<K: Resource + 'static>() -> (Store<K>, Writer<K>) {
     with_compact(None)
 }
 
-/// A store that keeps objects decoded (`None`) or compact.
-pub(super) fn with_compact<K: Resource + 'static>(
-    compact: Option<Compact<K>>,
+/// Creates an empty compact store: like [`store`], but each object is kept as compact JSON (a
+/// realistic Pod: 4 KB instead of 19 KB) and decoded when read. The `hot` objects read most
+/// recently stay decoded (up to `hot`, rounded up to even), so a controller that reads the same
+/// objects again pays the decode once.
+///
+/// Reads still hand out `Arc<K>`; [`Store::get`] of a cold object decodes it (tens of
+/// microseconds for a Pod, see the book's performance chapter) and makes it hot, while
+/// [`Store::list`] and [`Store::by_index`] decode every cold object they return without making
+/// it hot, so prefer [`Store::keys`] or [`Store::index_keys`] with `get` on large stores. Two
+/// reads of a cold object give equal objects in different allocations. Index functions and
+/// resourceVersion checks work as in the default store; an update or a delete decodes the
+/// previous state once, for the indexes and for the change it reports.
+///
+/// Users switch compaction on in one place, [`informer::Config::compact`](crate::informer::Config::compact);
+/// this constructor is for the crate's tests and, through the `testing` feature, benchmarks.
+#[cfg(any(test, feature = "testing"))]
+#[must_use]
+pub(crate) fn compact_store<K>(hot: usize) -> (Store<K>, Writer<K>)
+where
+    K: Resource + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    let encode: super::compact::Encode<K> = Arc::new(|obj: &K| serde_json::to_vec(obj));
+    let decode: Decode<K> = Arc::new(|json: &[u8]| serde_json::from_slice(json));
+    with_compact(Some(Compact::new(hot, decode, Some(encode))))
+}
+
+/// A compact store whose writer is handed each object's JSON along with the object (an
+/// informer's reflector has it already), so `K` need not be `Serialize`.
+pub(crate) fn compact_store_with<K: Resource + 'static>(
+    hot: usize,
+    decode: Decode<K>,
 ) -> (Store<K>, Writer<K>) {
+    with_compact(Some(Compact::new(hot, decode, None)))
+}
+
+/// A store that keeps objects decoded (`None`) or compact.
+fn with_compact<K: Resource + 'static>(compact: Option<Compact<K>>) -> (Store<K>, Writer<K>) {
     let mut indexes = HashMap::new();
     let by_namespace: IndexFn<K> =
         Arc::new(|obj: &K| obj.meta().namespace.clone().into_iter().collect());
     indexes.insert(NAMESPACE_INDEX.to_owned(), Index::new(by_namespace));
     let inner = Arc::new(RwLock::new(Inner {
-        objects: HashMap::new(),
+        objects: KeyMap::default(),
         indexes,
         compact,
     }));
@@ -42,7 +78,8 @@ pub(super) fn with_compact<K: Resource + 'static>(
 }
 
 /// A read-only view of the cache: lookups, listings and index queries hand out `Arc<K>`,
-/// never deep copies (a [compact](super::compact_store) store decodes its cold objects).
+/// never deep copies (a [compact](crate::informer::Config::compact) store decodes its cold
+/// objects).
 /// Cheap to clone.
 #[doc(alias = "Indexer")]
 #[doc(alias = "Lister")]
@@ -62,11 +99,12 @@ pub struct Relist<'a, K> {
     writer: &'a Writer<K>,
     /// The keys listed so far; `None` when the store was empty at the start (an initial list:
     /// nothing cached can be missing from it).
-    seen: Option<HashSet<ObjectKey>>,
+    seen: Option<KeySet>,
 }
 
 struct Inner<K> {
-    objects: HashMap<ObjectKey, Slot<K>>,
+    /// Hashed by each key's kept hash (see [`KeyMap`]).
+    objects: KeyMap<Slot<K>>,
     indexes: HashMap<String, Index<K>>,
     /// Set for a compact store.
     compact: Option<Compact<K>>,
@@ -99,17 +137,28 @@ impl<K> fmt::Debug for Writer<K> {
 impl<K> fmt::Debug for Relist<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Relist")
-            .field("seen", &self.seen.as_ref().map(HashSet::len))
+            .field("seen", &self.seen.as_ref().map(KeySet::len))
             .finish()
     }
 }
 
 impl<K> Store<K> {
     /// The object with this key. In a compact store a cold object is decoded and becomes hot.
+    ///
+    /// The lookup uses the hash the key keeps and allocates nothing.
     #[must_use]
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let inner = self.inner.read();
         let slot = inner.objects.get(key)?;
+        inner.resolve(key, slot, true)
+    }
+
+    /// The object `name` in `namespace` (`None` for cluster-scoped objects), as [`Self::get`]
+    /// without building an [`ObjectKey`]: nothing is allocated.
+    #[must_use]
+    pub fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let inner = self.inner.read();
+        let (key, slot) = inner.objects.get_key_value(&KeyRef::new(namespace, name))?;
         inner.resolve(key, slot, true)
     }
 
@@ -142,7 +191,8 @@ impl<K> Store<K> {
         self.inner.read().objects.is_empty()
     }
 
-    /// Whether objects are kept serialized (see [`compact_store`](super::compact_store)).
+    /// Whether objects are kept serialized (see
+    /// [`informer::Config::compact`](crate::informer::Config::compact)).
     #[must_use]
     pub fn is_compact(&self) -> bool {
         self.inner.read().compact.is_some()
@@ -239,20 +289,24 @@ impl<K: Resource> Writer<K> {
     /// Stores `obj` (added or replacing the object with its key) and says what changed: nothing
     /// when the cached object has the same resourceVersion (the cached `Arc` is then kept).
     pub fn apply(&self, obj: Arc<K>) -> Option<Change<K>> {
-        self.put(obj, None)
+        self.put(ObjectKey::of(obj.as_ref()), obj, None)
     }
 
     /// As [`Self::apply`], with the object's JSON for a compact store to keep (ignored by a
     /// default store), so that it need not encode the object again.
     pub(crate) fn apply_with_json(&self, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
-        self.put(obj, json)
+        self.put(ObjectKey::of(obj.as_ref()), obj, json)
     }
 
     /// Removes the object with the key of `last` (its final state); nothing if it was not cached.
     pub fn delete(&self, last: Arc<K>) -> Option<Change<K>> {
-        let key = ObjectKey::of(last.as_ref());
+        let meta = last.meta();
+        let found = KeyRef::new(
+            meta.namespace.as_deref(),
+            meta.name.as_deref().unwrap_or_default(),
+        );
         let mut inner = self.inner.write();
-        let slot = inner.objects.remove(&key)?;
+        let (key, slot) = inner.objects.remove_entry(&found)?;
         let old = inner.resolve(&key, &slot, false);
         inner.reindex(&key, old.as_deref(), None);
         if let Some(compact) = &inner.compact {
@@ -268,38 +322,51 @@ impl<K: Resource> Writer<K> {
         let empty = self.inner.read().objects.is_empty();
         Relist {
             writer: self,
-            seen: (!empty).then(HashSet::new),
+            seen: (!empty).then(KeySet::default),
         }
     }
 
-    fn put(&self, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
-        let key = ObjectKey::of(obj.as_ref());
-        let mut inner = self.inner.write();
-        let old = match inner.objects.get(&key) {
-            Some(slot) => {
-                let was = slot.resource_version();
-                if was.is_some() && was == obj.meta().resource_version.as_deref() {
-                    return None;
-                }
-                inner.resolve(&key, slot, false)
-            }
-            None => None,
-        };
-        let slot = match &inner.compact {
+    /// Stores `obj` under `key` (its key, built by the caller before the lock is taken) with one
+    /// lookup.
+    fn put(&self, key: ObjectKey, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
+        let mut guard = self.inner.write();
+        let Inner {
+            objects,
+            indexes,
+            compact,
+        } = &mut *guard;
+        let compact = compact.as_ref();
+        let pack = |key: &ObjectKey| match compact {
             Some(compact) => {
-                compact.refresh(&key, &obj);
+                compact.refresh(key, &obj);
                 compact
                     .encode(&obj, json)
                     .map_or_else(|| Slot::Decoded(Arc::clone(&obj)), Slot::Encoded)
             }
             None => Slot::Decoded(Arc::clone(&obj)),
         };
-        inner.reindex(&key, old.as_deref(), Some(&obj));
-        inner.objects.insert(key, slot);
-        Some(match old {
-            Some(old) => Change::Updated { old, new: obj },
-            None => Change::Added(obj),
-        })
+        match objects.entry(key) {
+            Entry::Occupied(mut entry) => {
+                let was = entry.get().resource_version();
+                if was.is_some() && was == obj.meta().resource_version.as_deref() {
+                    return None;
+                }
+                let old = resolve(compact, entry.key(), entry.get(), false);
+                let slot = pack(entry.key());
+                reindex(indexes, entry.key(), old.as_deref(), Some(&obj));
+                *entry.get_mut() = slot;
+                Some(match old {
+                    Some(old) => Change::Updated { old, new: obj },
+                    None => Change::Added(obj),
+                })
+            }
+            Entry::Vacant(entry) => {
+                let slot = pack(entry.key());
+                reindex(indexes, entry.key(), None, Some(&obj));
+                entry.insert(slot);
+                Some(Change::Added(obj))
+            }
+        }
     }
 }
 
@@ -315,10 +382,11 @@ impl<K: Resource> Relist<'_, K> {
         obj: Arc<K>,
         json: Option<Vec<u8>>,
     ) -> Option<Change<K>> {
+        let key = ObjectKey::of(obj.as_ref());
         if let Some(seen) = &mut self.seen {
-            seen.insert(ObjectKey::of(obj.as_ref()));
+            seen.insert(key.clone());
         }
-        self.writer.put(obj, json)
+        self.writer.put(key, obj, json)
     }
 
     /// Removes every cached object the relist did not see; each is a deletion whose final
@@ -357,19 +425,38 @@ impl<K> Inner<K> {
             .ok_or_else(|| Error::UnknownIndex(name.to_owned()))
     }
 
-    /// The object in `slot`; a compact store decodes it, and makes it hot if `remember`.
     fn resolve(&self, key: &ObjectKey, slot: &Slot<K>, remember: bool) -> Option<Arc<K>> {
-        match (slot, &self.compact) {
-            (Slot::Decoded(obj), _) => Some(Arc::clone(obj)),
-            (Slot::Encoded(encoded), Some(compact)) => compact.read(key, encoded, remember),
-            (Slot::Encoded(_), None) => None,
-        }
+        resolve(self.compact.as_ref(), key, slot, remember)
     }
 
     fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        for index in self.indexes.values_mut() {
-            index.update(key, old, new);
-        }
+        reindex(&mut self.indexes, key, old, new);
+    }
+}
+
+/// The object in `slot`; a compact store decodes it, and makes it hot if `remember`.
+fn resolve<K>(
+    compact: Option<&Compact<K>>,
+    key: &ObjectKey,
+    slot: &Slot<K>,
+    remember: bool,
+) -> Option<Arc<K>> {
+    match (slot, compact) {
+        (Slot::Decoded(obj), _) => Some(Arc::clone(obj)),
+        (Slot::Encoded(encoded), Some(compact)) => compact.read(key, encoded, remember),
+        (Slot::Encoded(_), None) => None,
+    }
+}
+
+/// Moves `key` in every index from the values of `old` to those of `new`.
+fn reindex<K>(
+    indexes: &mut HashMap<String, Index<K>>,
+    key: &ObjectKey,
+    old: Option<&K>,
+    new: Option<&K>,
+) {
+    for index in indexes.values_mut() {
+        index.update(key, old, new);
     }
 }
 
@@ -421,6 +508,18 @@ mod tests {
         let read = store.get(&ObjectKey::new(Some("ns"), "a"));
         assert!(read.is_some_and(|p| Arc::ptr_eq(&p, &stored)));
         assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn a_lookup_by_name_finds_what_a_lookup_by_key_finds() {
+        let (store, writer) = store::<Pod>();
+        let stored = pod("ns", "a", "n1", "1");
+        writer.apply(Arc::clone(&stored));
+        let by_name = store.get_by_name(Some("ns"), "a");
+        assert!(by_name.is_some_and(|p| Arc::ptr_eq(&p, &stored)));
+        assert!(store.get_by_name(Some("ns"), "b").is_none());
+        assert!(store.get_by_name(None, "a").is_none(), "a is namespaced");
+        assert!(store.get_by_name(Some("other"), "a").is_none());
     }
 
     #[test]

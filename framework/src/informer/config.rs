@@ -144,14 +144,16 @@ impl Config {
     }
 
     /// Keep cached objects as compact JSON and decode them when read, keeping the `hot` most
-    /// recently read ones decoded (see [`cache::compact_store`](crate::cache::compact_store)).
+    /// recently read ones decoded (rounded up to even). The one switch for a compact store.
     ///
     /// A Pod then costs about its JSON size in memory instead of three to four times that, and
     /// a read of a cold object costs a decode (tens of microseconds for a Pod; the book's
     /// performance chapter has the figures). Worth it for large caches that are read a few
     /// objects at a time; handlers still get decoded objects, and index functions and
-    /// selectors work as before. Transforms run again on every decode, so they must give the
-    /// same result each time.
+    /// selectors work as before. [`Store::get`](crate::cache::Store::get) of a cold object makes
+    /// it hot, while `list` and `by_index` decode every cold object they return without making
+    /// it hot, so prefer `keys` or `index_keys` with `get` on large caches. Transforms run again
+    /// on every decode, so they must give the same result each time.
     #[must_use]
     pub fn compact(mut self, hot: usize) -> Self {
         self.compact_hot = Some(hot);

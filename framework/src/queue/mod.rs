@@ -46,7 +46,7 @@
 //!   waiting, the earlier ready time wins (an immediate `add` of a delayed key makes it ready
 //!   now).
 //! - Rate limiting: [`add_rate_limited`](WorkQueue::add_rate_limited) delays the key by what its
-//!   [`RateLimiter`] says and counts a retry; [`forget`](WorkQueue::forget) resets it and
+//!   [`rate_limiter::RateLimiter`] says and counts a retry; [`forget`](WorkQueue::forget) resets it and
 //!   [`num_requeues`](WorkQueue::num_requeues) reads it. The default limiter is client-go's
 //!   `DefaultControllerRateLimiter`; see [`rate_limiter`] for the others.
 //! - [`shutdown`](WorkQueue::shutdown): adds are ignored from then on and delayed keys are
@@ -85,36 +85,29 @@
 //!
 //! # Performance
 //!
-//! One [`parking_lot`] mutex guards all state: a hash table (foldhash, one hash per operation,
-//! computed before the lock is taken) from key to its state, one FIFO per priority, and a binary
-//! heap of delayed keys. An add of a key that is already waiting allocates nothing; a new key
-//! costs one clone. Delayed keys move to the ready FIFOs lazily, when someone next takes the lock
-//! to look (`get`, `len`), so there is no timer task. The clock is only read when needed: for a
-//! delay, for aging once two priorities are in use, and for durations if the hooks want them. A
-//! worker that finds nothing ready yields once, then sleeps on a tokio `Notify` (until the
-//! earliest delay, if any); an add signals only when a worker sleeps and no wake-up is already
-//! on its way.
+//! One [`parking_lot`] mutex guards all state: a hash table from key to its state, one FIFO per
+//! priority, and a binary heap of delayed keys. Each call takes the lock once (`get` once when a
+//! key is ready; `done` once, and it says what became of the key, [`Done`]). Keys are hashed
+//! before the lock is taken, with foldhash; a [`cache::ObjectKey`](crate::cache::ObjectKey)
+//! carries its hash, so hashing one writes a single `u64`. An add of a key that is already
+//! waiting allocates nothing and hands its key back to be dropped after unlocking; a new key
+//! costs one clone (an atomic increment for an `ObjectKey`). Keys the queue lets go of are
+//! dropped after unlocking, on the thread that lets go of them. Delayed keys move to the ready
+//! FIFOs lazily, when someone next takes the lock to look (`get`, `len`), so there is no timer
+//! task. The clock is only read when needed: for a delay, for aging once two priorities are in
+//! use, and for durations if the hooks want them. A worker that finds nothing ready yields once,
+//! then sleeps on a tokio `Notify` (until the earliest delay, if any); an add signals only when a
+//! worker sleeps and no wake-up is already on its way.
 //!
 //! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
-//! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler` and a bare
-//! `HashSet` + `VecDeque`; `scripts/bench queue` prints its tables. On a 2-core machine, u64
-//! keys, medians (ns per add; lower is better):
-//!
-//! | workers | runtime | kubeward | kube-runtime `scheduler` | `HashSet` + `VecDeque` |
-//! | ---: | --- | ---: | ---: | ---: |
-//! | 1 | current-thread | 18.8 | 158.7 (8.3×) | 13.9 (std hasher); 4.3 (foldhash) |
-//! | 1 | multi-thread | 31.4 | 188.6 (5.4×) | |
-//! | 4 | multi-thread | 30.9 | 180.6 (5.8×) | |
-//! | 8 | multi-thread | 33.2 | 183.4 (5.5×) | |
-//!
-//! With `namespace/name` String keys the queue has 2.7–4.5× kube-runtime's throughput and is
-//! within 1.11× of the std floor. Against the foldhash floor the lock's two atomic operations per
-//! call show: a u64 lookup costs about 4 ns, a lock and unlock about 10. The machines are shared,
-//! so single runs vary; the bench interleaves the contenders to keep the ratios fair.
+//! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler`, with u64
+//! keys and with `namespace/name` String keys, and prints ns per add and ns per key processed
+//! for both (kube-runtime's scheduler merges adds on its 1 ms tick, so it processes fewer keys);
+//! `scripts/bench queue` prints its tables, and the book's performance chapter shows one run.
 
-mod core;
 mod delay;
-pub mod hooks;
+mod hooks;
+mod locked;
 mod priority;
 pub mod rate_limiter;
 mod work_queue;
@@ -124,7 +117,6 @@ mod tests;
 
 pub use hooks::{NoopHooks, QueueHooks};
 pub use priority::Priority;
-pub use rate_limiter::{
-    ExponentialBackoff, FastSlow, MaxOf, RateLimiter, TokenBucket, default_controller_rate_limiter,
-};
-pub use work_queue::{AddOptions, Builder, DEFAULT_AGING, WorkQueue};
+// The limiters have one public path, `queue::rate_limiter::*`; the crate names the trait here.
+pub(crate) use rate_limiter::RateLimiter;
+pub use work_queue::{AddOptions, Builder, DEFAULT_AGING, Done, WorkQueue};

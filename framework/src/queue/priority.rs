@@ -173,6 +173,8 @@ impl<T> ReadyQueue<T> {
     /// A valid slot at `priority` became stale (its key moved or was dropped); returns the level's
     /// new depth.
     pub(super) fn invalidate(&mut self, priority: Priority) -> usize {
+        // Cannot fire: the caller passes the priority its key's valid slot was pushed at, `push`
+        // created that level, and levels are never removed.
         let i = self
             .levels
             .iter()

@@ -16,11 +16,11 @@
 //! Write your own by implementing [`RateLimiter`]. The queue calls it with its lock held, so it
 //! gets `&mut self` and needs no locking of its own; keep it quick.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use tokio::time::Instant;
 
 /// Decides how long a key waits before it is retried, counting its failures.

@@ -1,4 +1,4 @@
-//! [`WorkQueue`]: the lock, the waking of workers, and the public API over [`Core`].
+//! [`WorkQueue`]: the lock, the waking of workers, and the public API over [`Locked`].
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
@@ -10,8 +10,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::core::{Clock, Core, Pop, Wake};
 use super::hooks::{NoopHooks, QueueHooks};
+use super::locked::{Clock, Locked, Pop, Wake};
 use super::priority::Priority;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
@@ -73,6 +73,20 @@ impl AddOptions {
     }
 }
 
+/// What became of a key at [`WorkQueue::done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Done {
+    /// It left the queue: it was not added while being processed.
+    Removed,
+    /// It was added while being processed and is ready again.
+    Ready,
+    /// It was added with a delay (or rate limited) while being processed and waits for it.
+    Delayed,
+    /// It was not being processed (a stray `done`): nothing changed.
+    NotProcessing,
+}
+
 /// Configures a [`WorkQueue`]; start from [`WorkQueue::builder`].
 pub struct Builder<T> {
     limiter: Option<Box<dyn RateLimiter<T>>>,
@@ -128,7 +142,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
-        let core = Core::new(limiter, self.hooks, self.aging);
+        let core = Locked::new(limiter, self.hooks, self.aging);
         WorkQueue {
             shared: Arc::new(Shared {
                 hasher: core.hasher(),
@@ -142,7 +156,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
 }
 
 struct Shared<T> {
-    core: Mutex<Core<T>>,
+    core: Mutex<Locked<T>>,
     /// The core's hasher: keys are hashed before the lock is taken.
     hasher: hashbrown::DefaultHashBuilder,
     /// Wakes workers sleeping in `get`.
@@ -229,7 +243,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
 
     /// Runs `change` under the lock, then wakes whom it asks for. Whatever `change` returns is
     /// dropped after unlocking (a merged key's `free` is no business of the lock's).
-    fn change<R>(&self, change: impl FnOnce(&mut Core<T>, &mut Clock) -> (R, Wake)) -> R {
+    fn change<R>(&self, change: impl FnOnce(&mut Locked<T>, &mut Clock) -> (R, Wake)) -> R {
         let mut clock = Clock::default();
         let (out, wake, drained) = {
             let mut core = self.shared.core.lock();
@@ -307,13 +321,9 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         // Nothing ready: let the other tasks on this thread run once (often the producer) before
         // going to sleep, which costs a wake-up later. Spin, then park.
         tokio::task::yield_now().await;
-        match shared.core.lock().pop(&mut Clock::default()) {
-            Pop::Key(key) => return Some(key),
-            Pop::Closed => return None,
-            Pop::Empty(_) => {}
-        }
         // Slow path. Register for a wake-up *before* looking again, so that an add between the
-        // look and the wait cannot be missed (tokio's `Notified::enable`).
+        // look and the wait cannot be missed (tokio's `Notified::enable`); the look and the
+        // registration share one lock.
         //
         // `sleepers` counts the gets registered to be woken, `woken` the wake-ups sent to them
         // and not yet received; adders only notify while `sleepers > woken`. Every notification
@@ -368,10 +378,20 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
 
     /// Marks `key` as processed. If it was added while being processed, it becomes ready again
     /// (or delayed, if it was added with a delay). A key that is not being processed is left
-    /// alone.
-    pub fn done(&self, key: &T) {
+    /// alone. Returns what became of it; one lock, and the queue's copy of a removed key is
+    /// freed on the calling thread after unlocking.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "most callers only finish the key; the outcome is for those who want it"
+    )]
+    pub fn done(&self, key: &T) -> Done {
         let hash = self.hash(key);
-        self.change(|core, clock| swap(core.done(key, hash, clock)));
+        let (done, removed) = self.change(|core, clock| {
+            let (wake, done, removed) = core.done(key, hash, clock);
+            ((done, removed), wake)
+        });
+        drop(removed);
+        done
     }
 
     /// Forgets `key`'s failures in the rate limiter (call after processing it successfully). It

@@ -30,6 +30,17 @@ pub use fake::FakeApiServer;
 pub use proxy::TcpProxy;
 pub use wait::{install_crd, install_definition, wait_for};
 
+/// A compact store filled by hand: the store an informer keeps with
+/// [`informer::Config::compact`](crate::informer::Config::compact), for benchmarks that measure
+/// it without an informer. `hot`: how many recently read objects stay decoded.
+#[must_use]
+pub fn compact_store<K>(hot: usize) -> (crate::cache::Store<K>, crate::cache::Writer<K>)
+where
+    K: kube::Resource + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    crate::cache::compact_store(hot)
+}
+
 /// Errors from starting or talking to the local control plane.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

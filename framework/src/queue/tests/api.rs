@@ -7,7 +7,9 @@ use parking_lot::Mutex;
 use tokio::time::{Instant, advance, sleep};
 
 use super::try_get;
-use crate::queue::{AddOptions, ExponentialBackoff, Priority, QueueHooks, WorkQueue};
+use crate::cache::ObjectKey;
+use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::queue::{AddOptions, Done, Priority, QueueHooks, WorkQueue};
 
 const MS: Duration = Duration::from_millis(1);
 const SEC: Duration = Duration::from_secs(1);
@@ -52,6 +54,52 @@ async fn a_stray_done_changes_nothing() {
     q.done(&8);
     assert_eq!(q.len(), 1);
     assert_eq!(try_get(&q), Some(Some(7)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn done_says_whether_the_key_left_came_back_or_waits_for_a_delay() {
+    let q = WorkQueue::new();
+    q.add("a");
+    assert_eq!(try_get(&q), Some(Some("a")));
+    assert_eq!(q.done(&"a"), Done::Removed);
+    assert_eq!(q.len(), 0);
+
+    q.add("a");
+    assert_eq!(try_get(&q), Some(Some("a")));
+    q.add("a");
+    assert_eq!(q.done(&"a"), Done::Ready);
+    assert_eq!(try_get(&q), Some(Some("a")));
+    q.add_after("a", SEC);
+    assert_eq!(q.done(&"a"), Done::Delayed);
+    assert_eq!((q.len(), q.num_delayed()), (0, 1));
+
+    assert_eq!(
+        q.done(&"a"),
+        Done::NotProcessing,
+        "a delayed key is not being processed"
+    );
+    assert_eq!(q.done(&"b"), Done::NotProcessing, "an unknown key");
+    assert_eq!(q.num_delayed(), 1, "a stray done leaves the key as it was");
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_keys_go_through_the_queue_by_their_kept_hash() {
+    let q = WorkQueue::new();
+    let key = ObjectKey::new(Some("shop"), "web-1");
+    q.add(key.clone());
+    // Built again from the strings: equal, and merged with the first.
+    q.add(ObjectKey::new(Some("shop"), "web-1"));
+    q.add(ObjectKey::new(None, "shop/web-1"));
+    assert_eq!(
+        q.len(),
+        2,
+        "a cluster-scoped key with the same text is another key"
+    );
+    assert_eq!(try_get(&q), Some(Some(key.clone())));
+    assert_eq!(
+        q.done(&ObjectKey::new(Some("shop"), "web-1")),
+        Done::Removed
+    );
 }
 
 #[tokio::test(start_paused = true)]

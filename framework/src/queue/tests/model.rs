@@ -19,7 +19,8 @@ use proptest::prelude::*;
 use tokio::time::Instant;
 
 use super::try_get;
-use crate::queue::{AddOptions, ExponentialBackoff, Priority, WorkQueue};
+use crate::queue::rate_limiter::ExponentialBackoff;
+use crate::queue::{AddOptions, Priority, WorkQueue};
 
 const KEYS: u8 = 6;
 const WORKERS: usize = 3;

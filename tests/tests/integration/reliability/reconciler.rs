@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::Config;
-use kubeward::queue::ExponentialBackoff;
+use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::ControlPlane;
 use kubeward_tests::wait_for;
 use parking_lot::Mutex;

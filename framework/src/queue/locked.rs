@@ -1,5 +1,6 @@
 //! The queue's state, behind its one lock: a map from key to state, the ready queue and the delay
 //! heap. Everything here is synchronous; [`super::WorkQueue`] adds the lock and the waking.
+//! Nothing here frees a key: keys it lets go of are handed back, to be dropped after unlocking.
 //!
 //! A key is in exactly one of these states (absent keys have no entry):
 //!
@@ -20,6 +21,7 @@ use super::delay::DelayHeap;
 use super::hooks::QueueHooks;
 use super::priority::{Priority, ReadyQueue};
 use super::rate_limiter::RateLimiter;
+use super::work_queue::Done;
 use crate::spare_capacity;
 
 /// The longest delay the queue keeps; longer ones are cut to this (about 30 years).
@@ -51,7 +53,7 @@ enum State {
     Delayed {
         at: Instant,
     },
-    /// `start` indexes `Core::starts`, or is [`NOT_TIMED`].
+    /// `start` indexes `Locked::starts`, or is [`NOT_TIMED`].
     Processing {
         start: u32,
         requeue: Requeue,
@@ -93,7 +95,7 @@ fn merge_requeue(
     became_now
 }
 
-/// The outcome of [`Core::pop`].
+/// The outcome of [`Locked::pop`].
 #[derive(Debug)]
 pub(super) enum Pop<T> {
     /// A key to process.
@@ -123,13 +125,19 @@ struct Starts {
 }
 
 impl Starts {
+    /// Keeps `at`; returns its index, or [`NOT_TIMED`] when 2^32 - 1 keys are being timed
+    /// already (that one key then goes without a work duration).
     fn insert(&mut self, at: Instant) -> u32 {
         if let Some(i) = self.free.pop() {
             self.slots[i as usize] = Some(at);
-            i
-        } else {
-            self.slots.push(Some(at));
-            u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 keys processed at once")
+            return i;
+        }
+        match u32::try_from(self.slots.len()) {
+            Ok(i) if i != NOT_TIMED => {
+                self.slots.push(Some(at));
+                i
+            }
+            _ => NOT_TIMED,
         }
     }
 
@@ -144,7 +152,7 @@ impl Starts {
     }
 }
 
-pub(super) struct Core<T> {
+pub(super) struct Locked<T> {
     /// Every known key and its state: one hash per operation, foldhash (seeded per queue).
     entries: HashTable<(T, Entry)>,
     hasher: DefaultHashBuilder,
@@ -168,9 +176,9 @@ pub(super) struct Core<T> {
     pub(super) woken: usize,
 }
 
-impl<T> std::fmt::Debug for Core<T> {
+impl<T> std::fmt::Debug for Locked<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Core")
+        f.debug_struct("Locked")
             .field("ready", &self.ready.len())
             .field("processing", &self.processing)
             .field("keys", &self.entries.len())
@@ -179,14 +187,14 @@ impl<T> std::fmt::Debug for Core<T> {
     }
 }
 
-impl<T: Hash + Eq + Clone> Core<T> {
+impl<T: Hash + Eq + Clone> Locked<T> {
     pub(super) fn new(
         limiter: Box<dyn RateLimiter<T>>,
         hooks: Arc<dyn QueueHooks>,
         aging: Option<Duration>,
     ) -> Self {
         let timed = hooks.wants_durations();
-        Core {
+        Locked {
             entries: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
             timed,
@@ -280,29 +288,26 @@ impl<T: Hash + Eq + Clone> Core<T> {
             };
             return (wake, None);
         };
-        // A known key: merge. The owned `key` is only moved into a new slot or heap entry.
-        let mut key = Some(key);
-        let wake = match &mut entry.state {
+        // A known key: merge. The owned `key` is only moved into a new slot or heap entry, and
+        // otherwise given back.
+        match &mut entry.state {
             State::Ready { seq } => {
-                if priority > entry.priority {
-                    // Move to the higher level; the old slot goes stale.
-                    let old = entry.priority;
-                    entry.priority = priority;
-                    self.seq += 1;
-                    *seq = self.seq;
-                    let seq = self.seq;
-                    let depth = self.ready.invalidate(old);
-                    self.hooks.depth(old, depth);
-                    let depth = self.ready.push(
-                        priority,
-                        key.take().expect("unused"),
-                        seq,
-                        None,
-                        &mut || clock.now(),
-                    );
-                    self.hooks.depth(priority, depth);
+                if priority <= entry.priority {
+                    return (Wake::None, Some(key));
                 }
-                Wake::None
+                // Move to the higher level; the old slot goes stale.
+                let old = entry.priority;
+                entry.priority = priority;
+                self.seq += 1;
+                *seq = self.seq;
+                let seq = self.seq;
+                let depth = self.ready.invalidate(old);
+                self.hooks.depth(old, depth);
+                let depth = self
+                    .ready
+                    .push(priority, key, seq, None, &mut || clock.now());
+                self.hooks.depth(priority, depth);
+                (Wake::None, None)
             }
             State::Delayed { at: old_at } => {
                 entry.priority = entry.priority.max(priority);
@@ -313,29 +318,29 @@ impl<T: Hash + Eq + Clone> Core<T> {
                         entry.state = State::Ready { seq };
                         let priority = entry.priority;
                         self.note_stale_delay();
-                        self.push_ready(key.take().expect("unused"), priority, seq, None, clock);
-                        Wake::One
+                        self.push_ready(key, priority, seq, None, clock);
+                        (Wake::One, None)
                     }
                     Some(at) if at < *old_at => {
                         *old_at = at;
                         self.note_stale_delay();
-                        if self.delayed.push(at, key.take().expect("unused")) {
+                        let wake = if self.delayed.push(at, key) {
                             Wake::One
                         } else {
                             Wake::None
-                        }
+                        };
+                        (wake, None)
                     }
-                    Some(_) => Wake::None,
+                    Some(_) => (Wake::None, Some(key)),
                 }
             }
             State::Processing { requeue, .. } => {
                 if merge_requeue(requeue, &mut entry.priority, at, priority) {
                     self.requeue_now += 1;
                 }
-                Wake::None
+                (Wake::None, Some(key))
             }
-        };
-        (wake, key)
+        }
     }
 
     /// Adds `key` after the delay its rate limiter asks for.
@@ -467,16 +472,21 @@ impl<T: Hash + Eq + Clone> Core<T> {
     }
 
     /// Marks `key` (with `hash`) as processed; requeues it if it was added while being
-    /// processed. Gives the map's copy of the key back when it is removed, so that the caller
-    /// can drop it after unlocking.
-    pub(super) fn done(&mut self, key: &T, hash: u64, clock: &mut Clock) -> (Wake, Option<T>) {
+    /// processed. Says what became of it, and gives the map's copy of the key back when it is
+    /// removed, so that the caller can drop it after unlocking.
+    pub(super) fn done(
+        &mut self,
+        key: &T,
+        hash: u64,
+        clock: &mut Clock,
+    ) -> (Wake, Done, Option<T>) {
         let Ok(mut found) = self.entries.find_entry(hash, |(k, _)| k == key) else {
-            return (Wake::None, None);
+            return (Wake::None, Done::NotProcessing, None);
         };
         let (_, entry) = found.get_mut();
         let State::Processing { start, requeue } = entry.state else {
             // Not being processed: a stray `done`. Leave the key as it was.
-            return (Wake::None, None);
+            return (Wake::None, Done::NotProcessing, None);
         };
         self.processing -= 1;
         if start != NOT_TIMED
@@ -486,13 +496,13 @@ impl<T: Hash + Eq + Clone> Core<T> {
                 .work_duration(clock.now().saturating_duration_since(started));
         }
         let mut removed = None;
-        let wake = match requeue {
+        let (wake, next) = match requeue {
             Requeue::No => {
                 removed = Some(found.remove().0.0);
                 if self.entries.is_empty() {
                     self.release_spare();
                 }
-                Wake::None
+                (Wake::None, Done::Removed)
             }
             Requeue::Now => {
                 self.requeue_now -= 1;
@@ -502,24 +512,25 @@ impl<T: Hash + Eq + Clone> Core<T> {
                 let priority = entry.priority;
                 let key = found.get().0.clone();
                 self.push_ready(key, priority, seq, None, clock);
-                Wake::One
+                (Wake::One, Done::Ready)
             }
             Requeue::At(at) => {
                 // Delays were dropped at shutdown, and no new ones were accepted since.
                 debug_assert!(!self.shutting_down);
                 entry.state = State::Delayed { at };
                 let key = found.get().0.clone();
-                if self.delayed.push(at, key) {
+                let wake = if self.delayed.push(at, key) {
                     Wake::One
                 } else {
                     Wake::None
-                }
+                };
+                (wake, Done::Delayed)
             }
         };
         if self.shutting_down && self.ready.len() == 0 && self.requeue_now == 0 {
-            (Wake::All, removed)
+            (Wake::All, next, removed)
         } else {
-            (wake, removed)
+            (wake, next, removed)
         }
     }
 
