@@ -12,7 +12,8 @@ use kubeward::{Error, prelude::*};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An annotation that makes a reconcile take longer (e.g. `3s`), to watch graceful shutdown.
+/// An annotation that makes a reconcile take longer, in whole seconds (e.g. `3`), to watch
+/// graceful shutdown.
 pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
 
 // ANCHOR: crd
@@ -50,8 +51,8 @@ impl Reconciler<ConfigMapGenerator> for Generator {
     type Error = Error;
 
     async fn reconcile(&self, cmg: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<Action, Error> {
-        if let Some(delay) = cmg.annotations().get(DELAY_ANNOTATION) {
-            tokio::time::sleep(kubeward::manager::parse_duration(delay).unwrap_or_default()).await;
+        if let Some(Ok(secs)) = cmg.annotations().get(DELAY_ANNOTATION).map(|d| d.parse()) {
+            tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
         }
         let name = format!("{}-generated", cmg.name_any());
         let mut cm: ConfigMap = named(&name);

@@ -17,8 +17,9 @@ use kube::{Api, Client};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::Term;
 use super::leadership::{Leadership, Status};
-use super::state::{Observed, Record, State, Step, Term, Write};
+use super::state::{Observed, Record, State, Step, Write};
 use super::{Config, Result};
 
 /// A hook called on the elector's task when a term starts or stops; keep it quick.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::state::Term;
+use super::Term;
 use super::{Error, Result};
 
 /// What the elector last published.

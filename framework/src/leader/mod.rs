@@ -7,8 +7,8 @@
 //! guarded by the resourceVersion it was decided on, and `leaseTransitions` counts changes of
 //! holder. On shutdown the leader clears `holderIdentity`, so a standby takes over at once.
 //!
-//! [`LeaderElector`] does the I/O; [`State`] holds the pure decisions; [`Leadership`] is the
-//! handle other tasks watch.
+//! [`LeaderElector`] does the I/O around a private state machine of pure decisions;
+//! [`Leadership`] is the handle other tasks watch, and a [`Term`] is one period of leading.
 //!
 //! ```no_run
 //! # #[allow(dead_code)]
@@ -35,13 +35,14 @@ mod leadership;
 #[cfg(test)]
 mod simulation;
 mod state;
+mod term;
 
 use std::time::Duration;
 
 pub use config::Config;
 pub use elector::LeaderElector;
 pub use leadership::{Leadership, Status};
-pub use state::{Observed, Record, State, Step, Term, Write, WriteKind};
+pub use term::Term;
 
 /// Errors of leader election.
 #[derive(Debug, thiserror::Error)]

@@ -14,34 +14,36 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::Term;
+
 /// The leader-election fields of a Lease's spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[doc(alias = "LeaderElectionRecord")]
-pub struct Record {
+pub(crate) struct Record {
     /// `holderIdentity`; `None` when nobody holds the Lease (an empty string reads as `None`).
-    pub holder: Option<String>,
+    pub(crate) holder: Option<String>,
     /// `leaseDurationSeconds`.
-    pub lease_duration: Option<Duration>,
+    pub(crate) lease_duration: Option<Duration>,
     /// `acquireTime` in microseconds since the Unix epoch (wall clock, informative only).
-    pub acquire_time: Option<i64>,
+    pub(crate) acquire_time: Option<i64>,
     /// `renewTime` in microseconds since the Unix epoch; only compared for change, never with a clock.
-    pub renew_time: Option<i64>,
+    pub(crate) renew_time: Option<i64>,
     /// `leaseTransitions`: how often the Lease changed hands.
-    pub transitions: i32,
+    pub(crate) transitions: i32,
 }
 
 /// A Lease as read from the API server.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// Its leader-election fields.
-    pub record: Record,
+    pub(crate) record: Record,
     /// Its `metadata.resourceVersion`, the precondition of the next write.
-    pub resource_version: String,
+    pub(crate) resource_version: String,
 }
 
 /// What to do after observing the Lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Write this to the Lease.
     Write(Write),
     /// Someone else holds the Lease; it expires at `expires_at` unless it changes before.
@@ -55,18 +57,18 @@ pub enum Step {
 
 /// A write to the Lease, guarded by the resourceVersion it was decided on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Write {
+pub(crate) struct Write {
     /// Why it is written.
-    pub kind: WriteKind,
+    pub(crate) kind: WriteKind,
     /// The record to write.
-    pub record: Record,
+    pub(crate) record: Record,
     /// The precondition; `None` for a create.
-    pub resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
 }
 
 /// Why a [`Write`] is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteKind {
+pub(crate) enum WriteKind {
     /// The Lease does not exist: create it holding it.
     Create,
     /// The Lease is empty or expired: take it over.
@@ -77,36 +79,9 @@ pub enum WriteKind {
     Release,
 }
 
-/// A period during which this candidate believes it leads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Term {
-    /// When the write that won the Lease returned.
-    pub started_at: Instant,
-    /// When the last successful acquire or renew write began.
-    pub renewed_at: Instant,
-    /// `renewed_at + renew deadline`: the belief ends here unless renewed before.
-    pub valid_until: Instant,
-    /// When the term ended, once it has (never later than `valid_until`).
-    pub ended_at: Option<Instant>,
-}
-
-impl Term {
-    /// Whether this term is current at `now`.
-    #[must_use]
-    pub fn is_current(&self, now: Instant) -> bool {
-        self.ended_at.is_none() && now < self.valid_until
-    }
-
-    /// When the belief ended or ends: `ended_at`, else `valid_until`.
-    #[must_use]
-    pub fn end(&self) -> Instant {
-        self.ended_at.unwrap_or(self.valid_until)
-    }
-}
-
 /// The pure leader-election state of one candidate.
 #[derive(Clone, Debug)]
-pub struct State {
+pub(crate) struct State {
     identity: String,
     lease_duration: Duration,
     renew_deadline: Duration,
@@ -120,7 +95,7 @@ impl State {
     /// A candidate named `identity` that writes `lease_duration` (rounded up to whole seconds)
     /// and keeps leading `renew_deadline` after the start of its last successful write.
     #[must_use]
-    pub fn new(
+    pub(crate) fn new(
         identity: impl Into<String>,
         lease_duration: Duration,
         renew_deadline: Duration,
@@ -138,25 +113,25 @@ impl State {
 
     /// This candidate's identity.
     #[must_use]
-    pub fn identity(&self) -> &str {
+    pub(crate) fn identity(&self) -> &str {
         &self.identity
     }
 
     /// The current term, if this candidate believes it leads (check with [`Term::is_current`]).
     #[must_use]
-    pub fn term(&self) -> Option<Term> {
+    pub(crate) fn term(&self) -> Option<Term> {
         self.term
     }
 
     /// The most recent term that has ended.
     #[must_use]
-    pub fn last_term(&self) -> Option<Term> {
+    pub(crate) fn last_term(&self) -> Option<Term> {
         self.last_term
     }
 
     /// The holder of the Lease as last observed.
     #[must_use]
-    pub fn observed_holder(&self) -> Option<&str> {
+    pub(crate) fn observed_holder(&self) -> Option<&str> {
         self.seen
             .as_ref()
             .and_then(|(record, _)| record.holder.as_deref())
@@ -164,12 +139,12 @@ impl State {
 
     /// Whether this candidate leads at `now`.
     #[must_use]
-    pub fn is_leading(&self, now: Instant) -> bool {
+    pub(crate) fn is_leading(&self, now: Instant) -> bool {
         self.term.is_some_and(|term| term.is_current(now))
     }
 
     /// Ends the current term if its renew deadline has passed by `now`.
-    pub fn tick(&mut self, now: Instant) {
+    pub(crate) fn tick(&mut self, now: Instant) {
         if let Some(term) = self.term
             && now >= term.valid_until
         {
@@ -178,7 +153,7 @@ impl State {
     }
 
     /// Ends the current term at `now` (or at its deadline, if that came first).
-    pub fn stop(&mut self, now: Instant) {
+    pub(crate) fn stop(&mut self, now: Instant) {
         self.tick(now);
         self.end_term(now);
     }
@@ -187,7 +162,12 @@ impl State {
     ///
     /// `now` must be taken after the read returned; `wall_micros` is the wall clock for
     /// `renewTime`, which is kept strictly increasing so every renewal is seen as a change.
-    pub fn observe(&mut self, lease: Option<&Observed>, now: Instant, wall_micros: i64) -> Step {
+    pub(crate) fn observe(
+        &mut self,
+        lease: Option<&Observed>,
+        now: Instant,
+        wall_micros: i64,
+    ) -> Step {
         self.tick(now);
         let Some(lease) = lease else {
             // The Lease is gone (never made, or deleted): nobody can hold it, including us.
@@ -249,7 +229,7 @@ impl State {
     ///
     /// An acquire, create or renew starts or extends a term, valid until `started_at + renew
     /// deadline`; a response that comes after that deadline starts nothing.
-    pub fn written(&mut self, write: &Write, started_at: Instant, now: Instant) {
+    pub(crate) fn written(&mut self, write: &Write, started_at: Instant, now: Instant) {
         self.tick(now);
         self.seen = Some((write.record.clone(), now));
         if write.kind == WriteKind::Release {
@@ -276,7 +256,7 @@ impl State {
     }
 
     /// Stops leading at `now` and, if the Lease still names us, says how to release it.
-    pub fn release(
+    pub(crate) fn release(
         &mut self,
         lease: Option<&Observed>,
         now: Instant,

@@ -77,7 +77,7 @@ pub struct Flags {
     pub log_format: LogFormat,
 
     /// Log level or filter (`info`, `debug`, `kubeward=debug,info`).
-    #[arg(long, env = "KUBEWARD_LOG_LEVEL", default_value = "info")]
+    #[arg(long, env = "KUBEWARD_LOG_LEVEL", default_value = "info", value_parser = parse_log_level)]
     pub log_level: String,
 
     /// Kubeconfig file to use; when unset, `KUBECONFIG`, `~/.kube/config`, or the in-cluster
@@ -147,28 +147,33 @@ impl Flags {
 }
 
 impl Flags {
-    /// Checks what clap cannot (leader-election timings, the log filter, that `--kubeconfig`
-    /// reads and `--context` exists); on a mistake prints it on one line, the way clap prints a
-    /// bad flag, and exits with code 2.
-    pub fn exit_if_invalid(&self) {
+    /// [`Self::config`], and, unless a [`Command`](super::Command) runs instead of the operator,
+    /// that `--kubeconfig` reads and `--context` exists: everything clap cannot check alone.
+    pub(crate) fn checked_config(&self) -> Result<Config, Error> {
+        let config = self.config()?;
         // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
-        let checked = self.config().and_then(|_| match self.command {
-            Some(_) => Ok(()),
-            None => {
-                super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())
-            }
-        });
-        if let Err(e) = checked {
-            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")).exit();
+        if self.command.is_none() {
+            super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())?;
         }
+        Ok(config)
     }
 }
 
-/// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`.
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
+/// Ends the process on [`Error::InvalidFlags`] the way clap ends it on a bad flag: the mistake on
+/// one line, exit code 2. Any other error is handed back.
+pub(crate) fn exit_if_invalid(error: Error) -> Error {
+    if let Error::InvalidFlags(_) = error {
+        clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{error}\n"),
+        )
+        .exit();
+    }
+    error
+}
+
+/// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`; the error names the accepted forms.
+fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
     if value == "0" {
         return Ok(BindAddress::Off);
     }
@@ -182,12 +187,9 @@ pub fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
     })
 }
 
-/// Parses a duration: a number with `ms`, `s`, `m` or `h` (`15s`, `1m30s` is not accepted), or
-/// plain seconds.
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
+/// Parses a duration: a number with `ms`, `s`, `m` or `h` (`15s`; `1m30s` is not accepted), or
+/// plain seconds; the error names the accepted forms.
+fn parse_duration(value: &str) -> Result<Duration, String> {
     let bad = || format!("`{value}` is not a duration; use e.g. `15s`, `500ms`, `2m` or `1h`");
     let split = value
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -202,6 +204,14 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
         _ => return Err(bad()),
     };
     Duration::try_from_secs_f64(seconds).map_err(|_| bad())
+}
+
+/// Checks that `value` parses as a log filter (a level, or directives such as
+/// `kubeward=debug,info`).
+fn parse_log_level(value: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(value)
+        .map(|_| value.to_owned())
+        .map_err(|e| format!("`{value}` is not a log level or filter: {e}"))
 }
 
 #[cfg(test)]
@@ -297,10 +307,44 @@ mod tests {
     }
 
     #[test]
-    fn a_log_filter_that_does_not_parse_is_an_invalid_flag() {
-        let flags = Flags::try_parse_from(["op", "--log-level=[[["]).unwrap();
+    fn a_log_filter_that_does_not_parse_is_refused_while_parsing() {
+        let err = Flags::try_parse_from(["op", "--log-level=[[["]).unwrap_err();
         assert!(
-            matches!(flags.config(), Err(Error::InvalidFlags(m)) if m.starts_with("--log-level"))
+            err.to_string()
+                .contains("`[[[` is not a log level or filter"),
+            "{err}"
         );
+        assert_eq!(err.exit_code(), 2);
+        let flags = Flags::try_parse_from(["op", "--log-level=kubeward=debug,info"]).unwrap();
+        assert_eq!(flags.log_level, "kubeward=debug,info");
+    }
+
+    #[test]
+    fn the_graceful_shutdown_timeout_takes_units_and_bare_seconds() {
+        for (value, expected) in [
+            ("2m", Duration::from_secs(120)),
+            ("1500ms", Duration::from_millis(1500)),
+            ("30", Duration::from_secs(30)),
+        ] {
+            let flags =
+                Flags::try_parse_from(["op", "--graceful-shutdown-timeout", value]).unwrap();
+            assert_eq!(flags.graceful_shutdown_timeout, expected, "{value}");
+        }
+        let err = Flags::try_parse_from(["op", "--graceful-shutdown-timeout=soon"]).unwrap_err();
+        assert!(
+            err.to_string().contains("`soon` is not a duration"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_checked_config_refuses_a_kubeconfig_that_does_not_read_unless_a_command_runs() {
+        let missing = "/nonexistent/kubeward/kubeconfig";
+        let flags = Flags::try_parse_from(["op", "--kubeconfig", missing]).unwrap();
+        assert!(
+            matches!(flags.checked_config(), Err(Error::InvalidFlags(m)) if m.starts_with(&format!("--kubeconfig {missing}: cannot read it"))),
+        );
+        let flags = Flags::try_parse_from(["op", "--kubeconfig", missing, "crd"]).unwrap();
+        assert!(flags.checked_config().is_ok(), "`crd` needs no kubeconfig");
     }
 }

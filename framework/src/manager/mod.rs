@@ -33,12 +33,13 @@ use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
 pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
-pub use self::flags::{BindAddress, Flags, LogFormat, parse_bind_address, parse_duration};
+pub use self::flags::{BindAddress, Flags, LogFormat};
 pub use self::http::Check;
 pub use self::logging::init_logging;
 pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
-pub use self::shutdown::{FORCED_EXIT_CODE, cancel_on_signal};
+pub use self::shutdown::FORCED_EXIT_CODE;
+use self::shutdown::cancel_on_signal;
 
 use self::http::Probes;
 use crate::informer::Factory;
@@ -216,8 +217,9 @@ impl Manager {
     pub async fn from_args() -> Result<Self> {
         use clap::Parser as _;
         let flags = Flags::parse();
-        flags.exit_if_invalid();
-        Self::from_flags(&flags).await
+        Self::from_flags(&flags)
+            .await
+            .map_err(flags::exit_if_invalid)
     }
 
     /// As [`Self::from_args`], with `about` opening `--help` instead of kubeward's generic text:
@@ -232,17 +234,21 @@ impl Manager {
         let flags = Flags::from_arg_matches(&matches)
             .map_err(|e| e.format(&mut command))
             .unwrap_or_else(|e| e.exit());
-        flags.exit_if_invalid();
-        Self::from_flags(&flags).await
+        Self::from_flags(&flags)
+            .await
+            .map_err(flags::exit_if_invalid)
     }
 
     /// As [`Self::from_args`], with flags you parsed yourself (e.g. flattened into your own parser).
+    /// It checks what clap cannot check flag by flag, before it installs logging or reads a
+    /// cluster's configuration.
     ///
     /// # Errors
-    /// [`Error::InvalidFlags`], [`Error::Logging`], or [`Error::ClientConfig`] when no cluster
-    /// configuration can be found.
+    /// [`Error::InvalidFlags`] (inconsistent leader-election timings, a `--kubeconfig` that does
+    /// not read, a `--context` it lacks), [`Error::Logging`], or [`Error::ClientConfig`] when no
+    /// cluster configuration can be found.
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
-        let config = flags.config()?;
+        let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
         if let Some(command) = &flags.command {
             let mut manager = Self::new(manifests::offline_client(), config);

@@ -14,7 +14,7 @@ pub const FORCED_EXIT_CODE: i32 = 1;
 ///
 /// # Errors
 /// The signal handlers could not be installed.
-pub async fn cancel_on_signal(token: CancellationToken) -> std::io::Result<Infallible> {
+pub(crate) async fn cancel_on_signal(token: CancellationToken) -> std::io::Result<Infallible> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut received = 0_u32;

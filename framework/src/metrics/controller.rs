@@ -8,7 +8,7 @@ use super::Metrics;
 
 /// One controller's series, with its label already applied.
 #[derive(Clone, Debug)]
-pub struct ControllerMetrics {
+pub(crate) struct ControllerMetrics {
     success: IntCounter,
     error: IntCounter,
     requeue: IntCounter,
@@ -22,7 +22,7 @@ pub struct ControllerMetrics {
 
 /// How a reconcile ended, as counted in `controller_runtime_reconcile_total{result}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Succeeded and waits for the next change.
     Success,
     /// Succeeded and asked to run again after a delay.
@@ -60,12 +60,12 @@ impl ControllerMetrics {
     }
 
     /// A reconcile started.
-    pub fn started(&self) {
+    pub(crate) fn started(&self) {
         self.active_workers.inc();
     }
 
     /// A reconcile ended with `outcome` after `took`.
-    pub fn finished(&self, outcome: Outcome, took: Duration) {
+    pub(crate) fn finished(&self, outcome: Outcome, took: Duration) {
         self.active_workers.dec();
         self.time.observe(took.as_secs_f64());
         match outcome {

@@ -16,7 +16,7 @@ pub(crate) const FIRST: usize = 15;
 
 /// A collector reading the informers' [`Stats`](crate::informer::Stats) and store sizes when
 /// Prometheus scrapes, labelled `resource` with the informer's URL path and selectors.
-pub struct InformerCollector {
+pub(crate) struct InformerCollector {
     factory: Arc<Factory>,
     /// Held while one scrape refills the families, so concurrent scrapes do not mix.
     families: Mutex<Families>,
@@ -49,7 +49,7 @@ impl InformerCollector {
     /// help text or a duplicate label; `the_informer_families_have_valid_descriptors` (in
     /// this file) builds them all.
     #[must_use]
-    pub fn new(factory: Arc<Factory>) -> Self {
+    pub(crate) fn new(factory: Arc<Factory>) -> Self {
         // Each `expect` below: see `# Panics`.
         let labels = &["resource"];
         let counter = |i| {
@@ -155,8 +155,7 @@ impl Collector for InformerCollector {
 }
 
 fn opts(index: usize) -> Opts {
-    let (name, _, _, help) = REFERENCE[index];
-    Opts::new(name, help)
+    Opts::new(REFERENCE[index].name, REFERENCE[index].help)
 }
 
 #[cfg(test)]

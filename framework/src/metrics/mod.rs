@@ -19,11 +19,11 @@ use prometheus::{
 };
 
 pub use client::{ClientMetricsLayer, ClientMetricsService, REST_CLIENT_DURATION_BUCKETS};
-pub use controller::{ControllerMetrics, Outcome};
+pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use events::EventMetrics;
-pub use informer::InformerCollector;
-pub use reference::REFERENCE;
-pub use workqueue::WorkqueueMetrics;
+pub(crate) use informer::InformerCollector;
+pub use reference::{Family, Kind, REFERENCE};
+pub(crate) use workqueue::WorkqueueMetrics;
 
 use crate::informer::Factory;
 
@@ -69,29 +69,33 @@ impl Metrics {
     /// # Errors
     /// A family of the same name is already registered there.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let controller = &["controller"];
-        let queue = &["name", "controller"];
         let metrics = Self {
-            reconcile_total: IntCounterVec::new(opts(0), &["controller", "result"])?,
-            reconcile_errors: IntCounterVec::new(opts(1), controller)?,
-            terminal_errors: IntCounterVec::new(opts(2), controller)?,
-            panics: IntCounterVec::new(opts(3), controller)?,
-            reconcile_time: HistogramVec::new(histogram(4, &RECONCILE_TIME_BUCKETS), controller)?,
-            max_concurrent: IntGaugeVec::new(opts(5), controller)?,
-            active_workers: IntGaugeVec::new(opts(6), controller)?,
-            depth: IntGaugeVec::new(opts(7), queue)?,
-            adds: IntCounterVec::new(opts(8), queue)?,
-            queue_duration: HistogramVec::new(histogram(9, &WORKQUEUE_DURATION_BUCKETS), queue)?,
-            work_duration: HistogramVec::new(histogram(10, &WORKQUEUE_DURATION_BUCKETS), queue)?,
-            unfinished: GaugeVec::new(opts(11), queue)?,
-            longest: GaugeVec::new(opts(12), queue)?,
-            retries: CounterVec::new(opts(13), queue)?,
-            leader: IntGaugeVec::new(opts(14), &["name"])?,
-            events: IntCounterVec::new(opts(EVENTS), &["controller", "result"])?,
-            rest_requests: IntCounterVec::new(opts(REST_CLIENT), &["code", "method", "host"])?,
+            reconcile_total: IntCounterVec::new(opts(0), labels(0))?,
+            reconcile_errors: IntCounterVec::new(opts(1), labels(1))?,
+            terminal_errors: IntCounterVec::new(opts(2), labels(2))?,
+            panics: IntCounterVec::new(opts(3), labels(3))?,
+            reconcile_time: HistogramVec::new(histogram(4, &RECONCILE_TIME_BUCKETS), labels(4))?,
+            max_concurrent: IntGaugeVec::new(opts(5), labels(5))?,
+            active_workers: IntGaugeVec::new(opts(6), labels(6))?,
+            depth: IntGaugeVec::new(opts(7), labels(7))?,
+            adds: IntCounterVec::new(opts(8), labels(8))?,
+            queue_duration: HistogramVec::new(
+                histogram(9, &WORKQUEUE_DURATION_BUCKETS),
+                labels(9),
+            )?,
+            work_duration: HistogramVec::new(
+                histogram(10, &WORKQUEUE_DURATION_BUCKETS),
+                labels(10),
+            )?,
+            unfinished: GaugeVec::new(opts(11), labels(11))?,
+            longest: GaugeVec::new(opts(12), labels(12))?,
+            retries: CounterVec::new(opts(13), labels(13))?,
+            leader: IntGaugeVec::new(opts(14), labels(14))?,
+            events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
+            rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
-                &["verb", "host"],
+                labels(REST_CLIENT + 1),
             )?,
         };
         registry.register(Box::new(metrics.reconcile_total.clone()))?;
@@ -117,13 +121,13 @@ impl Metrics {
 
     /// The handles of one controller; its `reconcile_total` series start at zero for every result.
     #[must_use]
-    pub fn controller(&self, name: &str, concurrency: u16) -> ControllerMetrics {
+    pub(crate) fn controller(&self, name: &str, concurrency: u16) -> ControllerMetrics {
         ControllerMetrics::new(self, name, concurrency)
     }
 
     /// Queue hooks reporting the `workqueue_*` families of the queue `name`.
     #[must_use]
-    pub fn workqueue(&self, name: &str) -> WorkqueueMetrics {
+    pub(crate) fn workqueue(&self, name: &str) -> WorkqueueMetrics {
         WorkqueueMetrics::new(self, name)
     }
 
@@ -145,7 +149,7 @@ impl Metrics {
     }
 
     /// Sets `leader_election_master_status{name}`.
-    pub fn set_leader(&self, election: &str, leading: bool) {
+    pub(crate) fn set_leader(&self, election: &str, leading: bool) {
         self.leader
             .with_label_values(&[election])
             .set(i64::from(leading));
@@ -186,13 +190,16 @@ const EVENTS: usize = 21;
 const REST_CLIENT: usize = REFERENCE.len() - 2;
 
 fn opts(index: usize) -> Opts {
-    let (name, _, _, help) = REFERENCE[index];
-    Opts::new(name, help)
+    Opts::new(REFERENCE[index].name, REFERENCE[index].help)
+}
+
+/// The label names of the family at `index`: the order of the values the framework gives.
+fn labels(index: usize) -> &'static [&'static str] {
+    REFERENCE[index].labels
 }
 
 fn histogram(index: usize, buckets: &[f64]) -> HistogramOpts {
-    let (name, _, _, help) = REFERENCE[index];
-    HistogramOpts::new(name, help).buckets(buckets.to_vec())
+    HistogramOpts::new(REFERENCE[index].name, REFERENCE[index].help).buckets(buckets.to_vec())
 }
 
 #[cfg(test)]
@@ -268,11 +275,18 @@ mod tests {
         gathered.sort();
         let mut documented: Vec<(String, String, String)> = REFERENCE
             .iter()
-            .map(|(n, t, l, _)| {
+            .map(|family| {
                 // The exposition sorts label names.
-                let mut labels: Vec<&str> = l.split(", ").collect();
+                let mut labels = family.labels.to_vec();
                 labels.sort_unstable();
-                ((*n).to_owned(), (*t).to_owned(), labels.join(", "))
+                if labels.is_empty() {
+                    labels.push("none");
+                }
+                (
+                    family.name.to_owned(),
+                    family.kind.to_string(),
+                    labels.join(", "),
+                )
             })
             .collect();
         documented.sort();

@@ -1,192 +1,231 @@
-//! Lists every family the framework serves: name, type, labels, meaning (for the book).
+//! Lists every family the framework serves: name, kind, labels, meaning (for the book).
 
-/// Every family: name, type, labels (`none` for a family without any), meaning. The book's
-/// metrics page shows it, and tests keep it in step with what is registered.
-pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
-    (
-        "controller_runtime_reconcile_total",
-        "counter",
-        "controller, result",
-        "Reconciles per controller and result (success, error, requeue, requeue_after).",
-    ),
-    (
-        "controller_runtime_reconcile_errors_total",
-        "counter",
-        "controller",
-        "Reconciles that returned an error.",
-    ),
-    (
-        "controller_runtime_terminal_reconcile_errors_total",
-        "counter",
-        "controller",
-        "Reconciles that returned an error the reconciler marked terminal (not retried).",
-    ),
-    (
-        "controller_runtime_reconcile_panics_total",
-        "counter",
-        "controller",
-        "Reconciles that panicked.",
-    ),
-    (
-        "controller_runtime_reconcile_time_seconds",
-        "histogram",
-        "controller",
-        "Time a reconcile took.",
-    ),
-    (
-        "controller_runtime_max_concurrent_reconciles",
-        "gauge",
-        "controller",
-        "Configured maximum of reconciles at once.",
-    ),
-    (
-        "controller_runtime_active_workers",
-        "gauge",
-        "controller",
-        "Reconciles running now.",
-    ),
-    (
-        "workqueue_depth",
-        "gauge",
-        "name, controller",
-        "Keys waiting in the work queue.",
-    ),
-    (
-        "workqueue_adds_total",
-        "counter",
-        "name, controller",
-        "Keys queued.",
-    ),
-    (
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        "name, controller",
-        "Time a key waited in the queue before a worker took it.",
-    ),
-    (
-        "workqueue_work_duration_seconds",
-        "histogram",
-        "name, controller",
-        "Time a worker spent on a key.",
-    ),
-    (
-        "workqueue_unfinished_work_seconds",
-        "gauge",
-        "name, controller",
-        "Time spent so far on keys still being processed.",
-    ),
-    (
-        "workqueue_longest_running_processor_seconds",
-        "gauge",
-        "name, controller",
-        "How long the longest-running worker has been on its key.",
-    ),
-    (
-        "workqueue_retries_total",
-        "counter",
-        "name, controller",
-        "Rate-limited requeues.",
-    ),
-    (
-        "leader_election_master_status",
-        "gauge",
-        "name",
-        "1 while this replica leads the named election, 0 otherwise.",
-    ),
-    (
-        "kubeward_informer_list_requests_total",
-        "counter",
-        "resource",
-        "List requests an informer sent (one per page).",
-    ),
-    (
-        "kubeward_informer_watch_requests_total",
-        "counter",
-        "resource",
-        "Watch requests an informer sent: the first one and every restart.",
-    ),
-    (
-        "kubeward_informer_relists_total",
-        "counter",
-        "resource",
-        "Complete lists an informer applied to its store, the first one included.",
-    ),
-    (
-        "kubeward_informer_store_objects",
-        "gauge",
-        "resource",
-        "Objects in an informer's store.",
-    ),
-    (
-        "kubeward_informer_decode_failures_total",
-        "counter",
-        "resource",
-        "Objects an informer skipped because they did not decode into its type.",
-    ),
-    (
-        "kubeward_informer_last_sync_timestamp_seconds",
-        "gauge",
-        "resource",
-        "Unix time of an informer's last complete list (absent before the first).",
-    ),
-    (
-        "kubeward_events_total",
-        "counter",
-        "controller, result",
-        "Events a controller recorded, by result (created, aggregated, limited, dropped, failed).",
-    ),
-    (
-        "process_cpu_seconds_total",
-        "counter",
-        "none",
-        "User and system CPU time of the operator, in whole seconds (Linux).",
-    ),
-    (
-        "process_resident_memory_bytes",
-        "gauge",
-        "none",
-        "Resident memory of the operator (Linux).",
-    ),
-    (
-        "process_virtual_memory_bytes",
-        "gauge",
-        "none",
-        "Virtual memory of the operator (Linux).",
-    ),
-    (
-        "process_open_fds",
-        "gauge",
-        "none",
-        "Open file descriptors (Linux).",
-    ),
-    (
-        "process_max_fds",
-        "gauge",
-        "none",
-        "Limit of open file descriptors (Linux).",
-    ),
-    (
-        "process_start_time_seconds",
-        "gauge",
-        "none",
-        "Unix time the process started (Linux).",
-    ),
-    (
-        "process_threads",
-        "gauge",
-        "none",
-        "OS threads of the process (Linux).",
-    ),
-    (
-        "rest_client_requests_total",
-        "counter",
-        "code, method, host",
-        "Requests of the manager's client by HTTP status code (`<error>` when no answer came), method and API server.",
-    ),
-    (
-        "rest_client_request_duration_seconds",
-        "histogram",
-        "verb, host",
-        "Time until the API server's response headers arrived, by HTTP method and API server.",
-    ),
+use std::fmt;
+
+/// One metric family the framework serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Family {
+    /// Its name, e.g. `controller_runtime_reconcile_total`.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// Its label names, in the order the framework gives their values (empty for none).
+    pub labels: &'static [&'static str],
+    /// What it measures, one sentence.
+    pub help: &'static str,
+}
+
+/// The Prometheus type of a [`Family`]; shown lower-case (`counter`), as the exposition format
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// Only goes up (`_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Counts observations in buckets (`_bucket`, `_sum`, `_count`).
+    Histogram,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Counter => "counter",
+            Self::Gauge => "gauge",
+            Self::Histogram => "histogram",
+        })
+    }
+}
+
+/// Every family the framework serves. The book's metrics page shows it, and tests keep it in step
+/// with what is registered.
+pub const REFERENCE: &[Family] = &[
+    Family {
+        name: "controller_runtime_reconcile_total",
+        kind: Kind::Counter,
+        labels: &["controller", "result"],
+        help: "Reconciles per controller and result (success, error, requeue, requeue_after).",
+    },
+    Family {
+        name: "controller_runtime_reconcile_errors_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Reconciles that returned an error.",
+    },
+    Family {
+        name: "controller_runtime_terminal_reconcile_errors_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Reconciles that returned an error the reconciler marked terminal (not retried).",
+    },
+    Family {
+        name: "controller_runtime_reconcile_panics_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Reconciles that panicked.",
+    },
+    Family {
+        name: "controller_runtime_reconcile_time_seconds",
+        kind: Kind::Histogram,
+        labels: &["controller"],
+        help: "Time a reconcile took.",
+    },
+    Family {
+        name: "controller_runtime_max_concurrent_reconciles",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Configured maximum of reconciles at once.",
+    },
+    Family {
+        name: "controller_runtime_active_workers",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Reconciles running now.",
+    },
+    Family {
+        name: "workqueue_depth",
+        kind: Kind::Gauge,
+        labels: &["name", "controller"],
+        help: "Keys waiting in the work queue.",
+    },
+    Family {
+        name: "workqueue_adds_total",
+        kind: Kind::Counter,
+        labels: &["name", "controller"],
+        help: "Keys queued.",
+    },
+    Family {
+        name: "workqueue_queue_duration_seconds",
+        kind: Kind::Histogram,
+        labels: &["name", "controller"],
+        help: "Time a key waited in the queue before a worker took it.",
+    },
+    Family {
+        name: "workqueue_work_duration_seconds",
+        kind: Kind::Histogram,
+        labels: &["name", "controller"],
+        help: "Time a worker spent on a key.",
+    },
+    Family {
+        name: "workqueue_unfinished_work_seconds",
+        kind: Kind::Gauge,
+        labels: &["name", "controller"],
+        help: "Time spent so far on keys still being processed.",
+    },
+    Family {
+        name: "workqueue_longest_running_processor_seconds",
+        kind: Kind::Gauge,
+        labels: &["name", "controller"],
+        help: "How long the longest-running worker has been on its key.",
+    },
+    Family {
+        name: "workqueue_retries_total",
+        kind: Kind::Counter,
+        labels: &["name", "controller"],
+        help: "Rate-limited requeues.",
+    },
+    Family {
+        name: "leader_election_master_status",
+        kind: Kind::Gauge,
+        labels: &["name"],
+        help: "1 while this replica leads the named election, 0 otherwise.",
+    },
+    Family {
+        name: "kubeward_informer_list_requests_total",
+        kind: Kind::Counter,
+        labels: &["resource"],
+        help: "List requests an informer sent (one per page).",
+    },
+    Family {
+        name: "kubeward_informer_watch_requests_total",
+        kind: Kind::Counter,
+        labels: &["resource"],
+        help: "Watch requests an informer sent: the first one and every restart.",
+    },
+    Family {
+        name: "kubeward_informer_relists_total",
+        kind: Kind::Counter,
+        labels: &["resource"],
+        help: "Complete lists an informer applied to its store, the first one included.",
+    },
+    Family {
+        name: "kubeward_informer_store_objects",
+        kind: Kind::Gauge,
+        labels: &["resource"],
+        help: "Objects in an informer's store.",
+    },
+    Family {
+        name: "kubeward_informer_decode_failures_total",
+        kind: Kind::Counter,
+        labels: &["resource"],
+        help: "Objects an informer skipped because they did not decode into its type.",
+    },
+    Family {
+        name: "kubeward_informer_last_sync_timestamp_seconds",
+        kind: Kind::Gauge,
+        labels: &["resource"],
+        help: "Unix time of an informer's last complete list (absent before the first).",
+    },
+    Family {
+        name: "kubeward_events_total",
+        kind: Kind::Counter,
+        labels: &["controller", "result"],
+        help: "Events a controller recorded, by result (created, aggregated, limited, dropped, failed).",
+    },
+    Family {
+        name: "process_cpu_seconds_total",
+        kind: Kind::Counter,
+        labels: &[],
+        help: "User and system CPU time of the operator, in whole seconds (Linux).",
+    },
+    Family {
+        name: "process_resident_memory_bytes",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Resident memory of the operator (Linux).",
+    },
+    Family {
+        name: "process_virtual_memory_bytes",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Virtual memory of the operator (Linux).",
+    },
+    Family {
+        name: "process_open_fds",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Open file descriptors (Linux).",
+    },
+    Family {
+        name: "process_max_fds",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Limit of open file descriptors (Linux).",
+    },
+    Family {
+        name: "process_start_time_seconds",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Unix time the process started (Linux).",
+    },
+    Family {
+        name: "process_threads",
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "OS threads of the process (Linux).",
+    },
+    Family {
+        name: "rest_client_requests_total",
+        kind: Kind::Counter,
+        labels: &["code", "method", "host"],
+        help: "Requests of the manager's client by HTTP status code (`<error>` when no answer came), method and API server.",
+    },
+    Family {
+        name: "rest_client_request_duration_seconds",
+        kind: Kind::Histogram,
+        labels: &["verb", "host"],
+        help: "Time until the API server's response headers arrived, by HTTP method and API server.",
+    },
 ];

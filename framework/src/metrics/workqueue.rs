@@ -10,7 +10,7 @@ use crate::queue::{Priority, QueueHooks};
 
 /// Queue hooks for one queue, labelled `name` and `controller` with the controller's name.
 #[derive(Debug)]
-pub struct WorkqueueMetrics {
+pub(crate) struct WorkqueueMetrics {
     depth: IntGauge,
     /// Ready keys per priority: `workqueue_depth` is their sum.
     depth_by_priority: Mutex<Vec<(Priority, usize)>>,
