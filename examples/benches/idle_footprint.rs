@@ -14,16 +14,14 @@
     clippy::cast_precision_loss
 )]
 
-use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::testing::{ControlPlane, install_crd, wait_for};
+use kubeward::testing::{ControlPlane, free_addr, get, install_crd, wait_for};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// ConfigMaps cached: 10,000, or 500 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
 /// which checks that the bench runs, not its figures).
@@ -40,21 +38,6 @@ fn quick() -> bool {
     std::env::var_os("KUBEWARD_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
 }
 const WRITERS: usize = 64;
-
-fn free_addr() -> anyhow::Result<SocketAddr> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
-}
-
-async fn readyz(addr: SocketAddr) -> Option<()> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(b"GET /readyz HTTP/1.0\r\n\r\n")
-        .await
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    (response.split_whitespace().nth(1)? == "200").then_some(())
-}
 
 /// Kills the operator when dropped.
 struct Operator(Child);
@@ -135,7 +118,14 @@ async fn operator_rss(cp: &ControlPlane, ns: &str) -> anyhow::Result<u64> {
     wait_for(
         Duration::from_secs(120),
         "the operator's /readyz to turn 200",
-        || readyz(probes),
+        || async {
+            get(probes, "/readyz")
+                .await
+                .ok()?
+                .status()
+                .is_success()
+                .then_some(())
+        },
     )
     .await?;
     tokio::time::sleep(rest()).await;

@@ -1,6 +1,6 @@
 //! The example operator binary as a child process: readiness follows its cache, SIGTERM drains.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -9,29 +9,18 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
-use kubeward::testing::{Binaries, ControlPlane, TcpProxy, install_definition, wait_for};
+use kubeward::testing::{
+    Binaries, ControlPlane, TcpProxy, free_addr, get, install_definition, lease_holder, scrape,
+    wait_for,
+};
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION,
 };
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-}
-
-/// The status line of `GET path`, or `None` while nothing answers.
+/// The status code of `GET path`, or `None` while nothing answers.
 async fn status_of(addr: SocketAddr, path: &str) -> Option<u16> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    response.split_whitespace().nth(1)?.parse().ok()
+    Some(get(addr, path).await.ok()?.status().as_u16())
 }
 
 /// Kills the operator if the test fails before it exits on its own.
@@ -69,7 +58,7 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
     let ns = cp.create_namespace("binary").await?;
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     let kubeconfig = kubeconfig_through(cp, &proxy, cp.dir())?;
-    let (metrics, probes) = (free_addr(), free_addr());
+    let (metrics, probes) = (free_addr()?, free_addr()?);
 
     proxy.stall(); // the operator starts but cannot list yet
     let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
@@ -115,7 +104,7 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
     );
     slow.metadata = ObjectMeta {
         name: Some("slow".into()),
-        annotations: Some([(DELAY_ANNOTATION.to_owned(), "3s".to_owned())].into()),
+        annotations: Some([(DELAY_ANNOTATION.to_owned(), "3".to_owned())].into()),
         ..ObjectMeta::default()
     };
     generators.create(&PostParams::default(), &slow).await?;
@@ -218,7 +207,7 @@ fn spawn_as_service_account(
     lease: &str,
     log: &std::path::Path,
 ) -> anyhow::Result<(Operator, SocketAddr)> {
-    let (metrics, probes) = (free_addr(), free_addr());
+    let (metrics, probes) = (free_addr()?, free_addr()?);
     let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
         .args([
             "--leader-elect",
@@ -272,7 +261,7 @@ async fn scrape_after_success(metrics: SocketAddr) -> anyhow::Result<String> {
         Duration::from_secs(30),
         "/metrics to count a successful reconcile",
         || async {
-            let body = get_body(metrics, "/metrics").await?;
+            let body = scrape(metrics).await.ok()?;
             body.lines()
                 .any(|l| {
                     l.starts_with("controller_runtime_reconcile_total")
@@ -305,10 +294,7 @@ async fn the_operator_runs_on_exactly_the_charts_rbac_with_leader_election_and_n
     wait_for(
         Duration::from_secs(30),
         "the operator to take the Lease",
-        || async {
-            let holder = leases.get_opt(lease).await.ok()??.spec?.holder_identity?;
-            (!holder.is_empty()).then_some(())
-        },
+        || async { lease_holder(&leases, lease).await.ok()?.map(drop) },
     )
     .await?;
 
@@ -357,26 +343,12 @@ async fn the_operator_runs_on_exactly_the_charts_rbac_with_leader_election_and_n
         !log.contains("code: 403") && !log.to_lowercase().contains("forbidden"),
         "the chart's RBAC was not enough:\n{log}"
     );
-    let holder = leases
-        .get(lease)
-        .await?
-        .spec
-        .and_then(|s| s.holder_identity)
-        .unwrap_or_default();
-    assert_eq!(holder, "", "a graceful shutdown releases the Lease");
+    assert_eq!(
+        lease_holder(&leases, lease).await?,
+        None,
+        "a graceful shutdown releases the Lease"
+    );
     Ok(())
-}
-
-/// The body of `GET path`, or `None` while nothing answers.
-async fn get_body(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    Some(response)
 }
 
 #[test]
@@ -411,7 +383,7 @@ fn bad_flags_are_refused_with_a_clear_message_and_exit_code_2() -> anyhow::Resul
 async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
 -> anyhow::Result<()> {
     // A kubeconfig whose server is a port nothing listens on.
-    let dead = free_addr();
+    let dead = free_addr()?;
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
@@ -421,7 +393,7 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
         ),
     )?;
     let log = dir.path().join("operator.log");
-    let probes = free_addr();
+    let probes = free_addr()?;
     let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
         .args([
             "--metrics-bind-address",
@@ -504,7 +476,7 @@ async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() 
             content: "never mind".into(),
         },
     );
-    slow.metadata.annotations = Some([(DELAY_ANNOTATION.to_owned(), "20s".to_owned())].into());
+    slow.metadata.annotations = Some([(DELAY_ANNOTATION.to_owned(), "20".to_owned())].into());
     generators.create(&PostParams::default(), &slow).await?;
     wait_for(
         Duration::from_secs(30),
@@ -589,7 +561,7 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     let dir = tempfile::tempdir()?;
     let kubeconfig = kubeconfig_through(cp, &proxy, dir.path())?;
-    let (metrics, log) = (free_addr(), dir.path().join("operator.log"));
+    let (metrics, log) = (free_addr()?, dir.path().join("operator.log"));
     let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
         .args(["--namespace", &ns, "--log-format", "json"])
         .args(["--metrics-bind-address", &metrics.to_string()])
@@ -629,7 +601,7 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
         Duration::from_secs(30),
         "the operator to be idle",
         || async {
-            let page = get_body(metrics, "/metrics").await?;
+            let page = scrape(metrics).await.ok()?;
             let idle = |family: &str| {
                 page.lines()
                     .filter(|l| l.starts_with(family))
@@ -648,7 +620,7 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
     };
-    let during = get_body(metrics, "/metrics").await.unwrap_or_default();
+    let during = scrape(metrics).await.unwrap_or_default();
     proxy.restore();
     let back = wait_for(
         Duration::from_secs(60),

@@ -7,7 +7,7 @@
 //! it produced, its status and a few lines of `/metrics`. Ctrl-C stops it (`--once` exits at once).
 
 use std::io::Write as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -19,12 +19,11 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
 use kubeward::leader;
 use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
-use kubeward::testing::{Binaries, ControlPlane};
+use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Command-line flags of the demo.
 #[derive(Debug, Parser)]
@@ -206,17 +205,4 @@ fn install_chart(cp: &ControlPlane) -> anyhow::Result<()> {
 
 fn say(line: &str) -> std::io::Result<()> {
     writeln!(std::io::stdout(), "demo: {line}")
-}
-
-fn free_addr() -> std::io::Result<SocketAddr> {
-    TcpListener::bind("127.0.0.1:0")?.local_addr()
-}
-
-/// GET /metrics over plain HTTP/1.0.
-async fn scrape(addr: SocketAddr) -> anyhow::Result<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    Ok(response)
 }

@@ -1,15 +1,13 @@
 // ANCHOR: file
 //! Runs the operator binary against a local control plane and watches a countdown finish.
 
-use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use countdown::{Countdown, CountdownSpec, Phase};
 use kube::Api;
 use kube::api::PostParams;
-use kubeward::testing::{ControlPlane, install_crd, wait_for};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use kubeward::testing::{ControlPlane, free_addr, install_crd, scrape, wait_for};
 
 // ANCHOR: test
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,19 +58,6 @@ async fn a_countdown_is_done_once_its_seconds_have_passed() -> anyhow::Result<()
     Ok(())
 }
 // ANCHOR_END: test
-
-/// `GET /metrics` from `addr`.
-async fn scrape(addr: SocketAddr) -> anyhow::Result<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    Ok(response)
-}
-
-fn free_addr() -> std::io::Result<SocketAddr> {
-    TcpListener::bind("127.0.0.1:0")?.local_addr()
-}
 
 /// Stops the operator when the test ends, however it ends.
 struct KillOnDrop(Child);

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::io::Read as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 
 use super::existing::Existing;
 use super::process::Supervised;
-use super::{Binaries, Error, Result, TcpProxy, io_error};
+use super::{Binaries, Error, Result, TcpProxy, free_addr, io_error};
 
 /// How long start-up may take before it is reported as failed.
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
@@ -151,6 +151,10 @@ impl ControlPlane {
     }
 
     /// A client that impersonates `user` in `groups`; what it may do is up to RBAC.
+    ///
+    /// # Panics
+    /// When `user` or a group holds a character an HTTP header value cannot (a control
+    /// character): a mistake in the test, not in what it tests.
     #[must_use]
     pub fn impersonating(&self, user: &str, groups: &[&str]) -> Client {
         let mut config = self.config.clone();
@@ -161,6 +165,9 @@ impl ControlPlane {
     }
 
     /// A client that acts as the `ServiceAccount` `namespace/name`, as a pod running under it would.
+    ///
+    /// # Panics
+    /// As [`Self::impersonating`].
     #[must_use]
     pub fn service_account_client(&self, namespace: &str, name: &str) -> Client {
         let user = format!("system:serviceaccount:{namespace}:{name}");
@@ -285,7 +292,8 @@ impl ControlPlane {
         )?;
         make_signing_key(&binaries.openssl, &root.join("sa.key"))?;
 
-        let [client_port, peer_port, api_port] = [free_port()?, free_port()?, free_port()?];
+        let [client_port, peer_port, api_port] =
+            [free_addr()?, free_addr()?, free_addr()?].map(|addr| addr.port());
         let etcd_url = format!("http://127.0.0.1:{client_port}");
         let etcd = Supervised::spawn(
             &binaries.etcd,
@@ -322,10 +330,16 @@ impl ControlPlane {
 
 /// Builds a client from a configuration derived from the one validated at start-up.
 fn client_from(config: Config) -> Client {
+    // `Client::try_from` fails on TLS or credentials it cannot load, and on impersonation names
+    // that are no valid header value. `start` and `existing` built a client from this very TLS and
+    // credential configuration before returning; the callers change only the URL (to a loopback
+    // address) or add impersonation, whose names `impersonating` documents as its one panic.
     Client::try_from(config).expect("configs derived from the validated start-up config are valid")
 }
 
 fn https_url(addr: SocketAddr) -> http::Uri {
+    // `https://` followed by a `SocketAddr`'s display (`1.2.3.4:5`, `[::1]:5`) is always a valid
+    // authority-only URI.
     format!("https://{addr}")
         .parse()
         .expect("a socket address makes a valid URL")
@@ -411,6 +425,7 @@ async fn wait_ready(
 /// Polls `/readyz` until it answers `ok`; `Err` at the deadline.
 async fn wait_readyz(client: &Client, deadline: tokio::time::Instant) -> Result<(), ()> {
     loop {
+        // A constant path and no headers: the builder has nothing it could refuse.
         let request = http::Request::get("/readyz")
             .body(Vec::new())
             .expect("a constant request is valid");
@@ -470,14 +485,6 @@ fn make_signing_key(openssl: &Path, key: &Path) -> Result<()> {
             source: std::io::Error::other(String::from_utf8_lossy(&output.stderr).into_owned()),
         })
     }
-}
-
-fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(io_error("finding a free port"))?;
-    Ok(listener
-        .local_addr()
-        .map_err(io_error("finding a free port"))?
-        .port())
 }
 
 pub(crate) fn random_hex(bytes: usize) -> Result<String> {

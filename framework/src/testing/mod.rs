@@ -18,6 +18,9 @@ mod control_plane;
 mod events;
 mod existing;
 pub mod fake;
+mod http;
+mod lease;
+mod noop;
 mod process;
 mod proxy;
 mod wait;
@@ -27,6 +30,9 @@ pub use control_plane::ControlPlane;
 pub use events::events_about;
 pub use existing::{USE_EXISTING_CLUSTER, skip_on_existing_cluster, use_existing_cluster};
 pub use fake::FakeApiServer;
+pub use http::{free_addr, get, scrape};
+pub use lease::lease_holder;
+pub use noop::NoopReconciler;
 pub use proxy::TcpProxy;
 pub use wait::{install_crd, install_definition, wait_for};
 
@@ -90,6 +96,16 @@ pub enum Error {
         /// The API error.
         #[source]
         source: Box<kube::Error>,
+    },
+    /// An endpoint answered with a status other than the one expected.
+    #[error("{request} answered {status}: {body}")]
+    Status {
+        /// The request, e.g. `GET /metrics from 127.0.0.1:8080`.
+        request: String,
+        /// The status code.
+        status: u16,
+        /// The body of the answer.
+        body: String,
     },
     /// Building a client configuration failed.
     #[error("building a client for the control plane")]

@@ -6,8 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 
 fn config_map(name: &str, value: &str) -> ConfigMap {
     ConfigMap {

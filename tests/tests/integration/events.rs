@@ -14,10 +14,10 @@ use kubeward::events::Recorder;
 use kubeward::manager::{Config as ManagerConfig, Manager};
 use kubeward::metrics::Metrics;
 use kubeward::rbac::Rules;
-use kubeward::testing::{ControlPlane, events_about};
+use kubeward::testing::{ControlPlane, events_about, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, controller_without_macro};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
-use kubeward_tests::{ensure_definition, metric_sum, wait_for};
+use kubeward_tests::metric_sum;
 use prometheus::Registry;
 
 const CONTROLLER: &str = "events-test";
@@ -45,10 +45,10 @@ fn events_total(registry: &Registry, result: &str) -> u64 {
 /// response is in, which can be a moment after the API server already lists the Event.
 async fn counted(registry: &Registry, result: &str, n: u64) -> anyhow::Result<()> {
     let what = format!("kubeward_events_total{{result=\"{result}\"}} to read {n}");
-    wait_for(Duration::from_secs(10), &what, || async {
+    Ok(wait_for(Duration::from_secs(10), &what, || async {
         (events_total(registry, result) == n).then_some(())
     })
-    .await
+    .await?)
 }
 
 async fn config_map(client: Client, ns: &str, name: &str) -> anyhow::Result<ConfigMap> {
@@ -70,11 +70,11 @@ async fn wait_for_events(
     what: &str,
     check: impl Fn(&[Event]) -> bool,
 ) -> anyhow::Result<Vec<Event>> {
-    wait_for(Duration::from_secs(30), what, || async {
+    Ok(wait_for(Duration::from_secs(30), what, || async {
         let events = events_about(client.clone(), obj).await.ok()?;
         check(&events).then_some(events)
     })
-    .await
+    .await?)
 }
 
 fn count(event: &Event) -> i32 {
@@ -338,11 +338,11 @@ async fn allowed(client: Client, ns: &str, user: &str, verb: &str) -> anyhow::Re
         ..SubjectAccessReview::default()
     };
     let what = format!("RBAC to let {user} {verb} events in {ns}");
-    wait_for(Duration::from_secs(30), &what, || async {
+    Ok(wait_for(Duration::from_secs(30), &what, || async {
         let answer = api.create(&PostParams::default(), &review).await.ok()?;
         answer.status.is_some_and(|s| s.allowed).then_some(())
     })
-    .await
+    .await?)
 }
 
 /// Issue 19: the cleanup of a generator with a 250-character name published an Event whose name
@@ -351,7 +351,7 @@ async fn allowed(client: Client, ns: &str, user: &str, verb: &str) -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("events").await?;
     let manager = Manager::new(
         cp.client(),

@@ -16,8 +16,7 @@ use kube::api::{
     DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::{Api, Client, ResourceExt};
-use kubeward::testing::{ControlPlane, FakeApiServer};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, FakeApiServer, wait_for};
 use serde_json::json;
 
 /// Where a check runs.

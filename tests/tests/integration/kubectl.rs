@@ -10,11 +10,10 @@ use kube::{Api, CustomResource};
 use kubeward::Controller;
 use kubeward::controller::{Action, Context, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::testing::{ControlPlane, install_definition};
+use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use kubeward_tests::wait_for;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -13,8 +13,7 @@ use kube::api::{
     PatchParams, PostParams,
 };
 use kube::{Api, Client};
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, wait_for};
 
 #[tokio::test]
 async fn the_rendered_manifests_are_accepted_by_the_apiserver_and_the_service_monitor_is_skipped()
@@ -212,18 +211,20 @@ async fn an_installed_release_grants_its_service_account_what_the_operator_needs
 }
 
 async fn crd_established(crds: &Api<CustomResourceDefinition>) -> anyhow::Result<()> {
-    wait_for(Duration::from_secs(30), "the CRD to be established", || {
-        let crds = crds.clone();
-        async move {
-            let crd = crds.get(CRD_NAME).await.ok()?;
-            crd.status?
-                .conditions?
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-                .then_some(())
-        }
-    })
-    .await
+    Ok(
+        wait_for(Duration::from_secs(30), "the CRD to be established", || {
+            let crds = crds.clone();
+            async move {
+                let crd = crds.get(CRD_NAME).await.ok()?;
+                crd.status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+                    .then_some(())
+            }
+        })
+        .await?,
+    )
 }
 
 /// Its custom resources everywhere (and their status and finalizers), ConfigMaps and Events next

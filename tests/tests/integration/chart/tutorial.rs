@@ -12,8 +12,7 @@ use kubeward::crd::Definition as _;
 use kubeward::leader;
 use kubeward::manager::{Config, LeaderElection, Manager};
 use kubeward::rbac;
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, wait_for};
 
 use super::{chart_dir, helm, path_str};
 

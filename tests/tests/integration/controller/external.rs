@@ -9,8 +9,7 @@ use kube::{Api, ResourceExt as _};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, wait_for};
 use parking_lot::Mutex;
 
 use super::{create_configmaps, start, stop};

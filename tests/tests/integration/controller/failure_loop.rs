@@ -11,8 +11,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::{ControlPlane, events_about};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, events_about, wait_for};
 
 use super::{start, stop};
 

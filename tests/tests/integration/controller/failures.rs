@@ -11,8 +11,7 @@ use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::reconcile::{Condition, Conditions, condition};
-use kubeward::testing::{ControlPlane, events_about};
-use kubeward_tests::{ensure_crd, wait_for};
+use kubeward::testing::{ControlPlane, events_about, install_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -112,7 +111,7 @@ fn ready(namer: &Namer) -> Option<&Condition> {
 async fn an_invalid_object_gets_ready_false_and_an_event_is_not_retried_and_recovers_when_fixed()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_crd::<Namer>(cp.client()).await?;
+    install_crd::<Namer>(cp.client()).await?;
     let ns = cp.create_namespace("failures").await?;
     let namers: Api<Namer> = Api::namespaced(cp.client(), &ns);
     let bad = namers

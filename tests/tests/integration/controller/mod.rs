@@ -12,10 +12,10 @@ use kube::{Api, Client, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::{ControlPlane, FakeApiServer, events_about};
+use kubeward::testing::{ControlPlane, FakeApiServer, events_about, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, controller_without_macro, generated_name};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
-use kubeward_tests::{ensure_definition, metric_sum, wait_for};
+use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -77,7 +77,7 @@ async fn create_generators(generators: &Api<ConfigMapGenerator>, n: usize) -> an
 
 async fn wait_generated(configmaps: &Api<ConfigMap>, n: usize) -> anyhow::Result<()> {
     let what = format!("{n} generated ConfigMaps with their generator's content");
-    wait_for(Duration::from_secs(120), &what, || async {
+    Ok(wait_for(Duration::from_secs(120), &what, || async {
         let cms = configmaps.list(&ListParams::default()).await.ok()?;
         let by_name: HashMap<String, ConfigMap> = cms
             .items
@@ -91,11 +91,11 @@ async fn wait_generated(configmaps: &Api<ConfigMap>, n: usize) -> anyhow::Result
             })
             .then_some(())
     })
-    .await
+    .await?)
 }
 
 async fn wait_ready(generators: &Api<ConfigMapGenerator>) -> anyhow::Result<()> {
-    wait_for(
+    Ok(wait_for(
         Duration::from_secs(60),
         "every generator Ready with its finalizer",
         || async {
@@ -114,7 +114,7 @@ async fn wait_ready(generators: &Api<ConfigMapGenerator>) -> anyhow::Result<()> 
                 .then_some(())
         },
     )
-    .await
+    .await?)
 }
 
 /// The example operator's whole life cycle, on whichever API server `client` talks to.
@@ -222,7 +222,7 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
 async fn the_example_operator_generates_repairs_and_cleans_up_two_hundred_configmaps_on_the_control_plane()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("operator").await?;
     let started = tokio::time::Instant::now();
     operator_checks(cp.client(), &ns).await?;

@@ -10,10 +10,9 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Cleanup, Context, Controller, Predicate, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
-use kubeward_tests::{ensure_definition, wait_for};
 use parking_lot::Mutex;
 
 use super::{generator, start, stop};
@@ -68,19 +67,19 @@ async fn ready_at(
     generation: i64,
 ) -> anyhow::Result<()> {
     let what = format!("{name} Ready for generation {generation}");
-    wait_for(Duration::from_secs(30), &what, || async {
+    Ok(wait_for(Duration::from_secs(30), &what, || async {
         let g = generators.get(name).await.ok()?;
         let status = g.status?;
         (status.observed_generation == Some(generation) && status.conditions.is_true("Ready"))
             .then_some(())
     })
-    .await
+    .await?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_created_and_an_updated_generator_are_reconciled_once_each() -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("per-change").await?;
     let counted = Counted::default();
     // The example's controller, as its derive builds it, with a counting reconciler; one

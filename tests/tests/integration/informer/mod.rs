@@ -11,8 +11,8 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostPa
 use kube::{Api, Client};
 use kubeward::cache::Deleted;
 use kubeward::informer::{self, Factory, SharedInformer, handler_fns};
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::{event_about_a_config_map, wait_for};
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
+use kubeward_tests::event_about_a_config_map;
 
 mod cached;
 mod crd;
@@ -81,11 +81,11 @@ async fn wait_until_converged(
     server: &Api<ConfigMap>,
     what: &str,
 ) -> anyhow::Result<BTreeMap<String, String>> {
-    wait_for(SYNC, what, || async {
+    Ok(wait_for(SYNC, what, || async {
         let expected = server_state(server).await.ok()?;
         (cached_state(informer) == expected).then_some(expected)
     })
-    .await
+    .await?)
 }
 
 /// Every event a handler saw, as "add NAME", "update NAME", "delete NAME" or "delete? NAME"

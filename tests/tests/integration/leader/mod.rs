@@ -12,8 +12,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kubeward::leader::Error;
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 use tokio::time::Instant;
 
 use support::{

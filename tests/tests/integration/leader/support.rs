@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::leader::{Config, LeaderElector, Leadership};
-use kubeward_tests::wait_for;
+use kubeward::testing::wait_for;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -269,7 +269,7 @@ pub(super) async fn leader_among(
     within: Duration,
     what: &str,
 ) -> anyhow::Result<usize> {
-    wait_for(within, what, || async {
+    Ok(wait_for(within, what, || async {
         let leading: Vec<usize> = (0..candidates.len())
             .filter(|i| candidates[*i].leadership.is_leader())
             .collect();
@@ -279,7 +279,7 @@ pub(super) async fn leader_among(
         );
         leading.first().copied()
     })
-    .await
+    .await?)
 }
 
 /// When `identity` started its first term, waiting for it to lead within `within`.
@@ -289,10 +289,10 @@ pub(super) async fn term_start(
     within: Duration,
     what: &str,
 ) -> anyhow::Result<Instant> {
-    wait_for(within, what, || async {
+    Ok(wait_for(within, what, || async {
         terms.of(identity).first().map(|t| t.started_at)
     })
-    .await
+    .await?)
 }
 
 pub(super) async fn lease(api: &Api<Lease>) -> anyhow::Result<(Option<String>, i32)> {
@@ -329,9 +329,11 @@ pub(super) fn sample_leaders(
 
 /// Waits until `leadership` has renewed at least once after taking the Lease.
 pub(super) async fn renewed(leadership: &Leadership) -> anyhow::Result<()> {
-    wait_for(DEADLINE, "the leader to renew its Lease", || async {
-        let term = leadership.status().term?;
-        (term.renewed_at > term.started_at).then_some(())
-    })
-    .await
+    Ok(
+        wait_for(DEADLINE, "the leader to renew its Lease", || async {
+            let term = leadership.status().term?;
+            (term.renewed_at > term.started_at).then_some(())
+        })
+        .await?,
+    )
 }

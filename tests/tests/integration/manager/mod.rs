@@ -14,10 +14,12 @@ use kubeward::leader;
 use kubeward::manager::{
     BoxError, Config, Error, LeaderElection, Manager, OnLeadershipLoss, Runnable,
 };
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, TcpProxy, lease_holder, wait_for};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+
+/// The Lease the replicas elect on.
+const LEASE: &str = "managers";
 
 /// Counts the replicas doing leader-only work, and every moment two did.
 #[derive(Default)]
@@ -85,7 +87,7 @@ fn manager(
         .renew_deadline(Duration::from_millis(1500))
         .retry_period(Duration::from_millis(300));
     let config = Config::default().leader_election(Some(
-        LeaderElection::new("managers", Some(ns.to_owned()), timings).on_loss(on_loss),
+        LeaderElection::new(LEASE, Some(ns.to_owned()), timings).on_loss(on_loss),
     ));
     let manager = Manager::new(client, config);
     manager.add(Work {
@@ -98,26 +100,17 @@ fn manager(
 /// Waits until `who` has renewed the Lease three times.
 async fn renewed_three_times(leases: &Api<Lease>, who: &str) -> anyhow::Result<()> {
     let seen = Mutex::new(std::collections::HashSet::new());
-    wait_for(
+    Ok(wait_for(
         Duration::from_secs(10),
         &format!("{who} to renew its Lease three times"),
         || async {
-            let renew = leases.get("managers").await.ok()?.spec?.renew_time?;
+            let renew = leases.get(LEASE).await.ok()?.spec?.renew_time?;
             let mut seen = seen.lock();
             seen.insert(renew.0.to_string());
             (seen.len() > 3).then_some(())
         },
     )
-    .await
-}
-
-async fn holder(leases: &Api<Lease>) -> Option<String> {
-    leases
-        .get_opt("managers")
-        .await
-        .ok()??
-        .spec?
-        .holder_identity
+    .await?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +148,9 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         || async { (workers.running.load(Ordering::SeqCst) == 1).then_some(()) },
     )
     .await?;
-    let first_holder = holder(&leases).await.expect("the leader holds the Lease");
+    let first_holder = lease_holder(&leases, LEASE)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the leader holds no Lease"))?;
 
     let second = manager(cp.client(), &ns, "second", &workers, on_loss);
     let second_token = second.shutdown_token();
@@ -191,7 +186,7 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
     } else {
         let first_outcome = tokio::time::timeout(Duration::from_secs(10), first_run).await??;
         assert!(
-            matches!(first_outcome, Err(Error::LeadershipLost { ref lease }) if lease == "managers"),
+            matches!(first_outcome, Err(Error::LeadershipLost { ref lease }) if lease == LEASE),
             "a leader that cannot renew must end its run with LeadershipLost, got {first_outcome:?}"
         );
         None
@@ -201,7 +196,11 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         Duration::from_secs(10),
         "the second replica to take over",
         || async {
-            (holder(&leases).await.is_some_and(|h| h != first_holder)
+            (lease_holder(&leases, LEASE)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|h| h != first_holder)
                 && workers.running.load(Ordering::SeqCst) == 1)
                 .then_some(())
         },
@@ -219,8 +218,8 @@ async fn only_the_leader_works_and_a_cut_off_leader_stops_at_once(
         tokio::time::timeout(Duration::from_secs(10), second_run).await???;
         assert_eq!(workers.running.load(Ordering::SeqCst), 0);
         assert_eq!(
-            holder(&leases).await.unwrap_or_default(),
-            "",
+            lease_holder(&leases, LEASE).await?,
+            None,
             "a graceful shutdown releases the Lease"
         );
         return Ok(());
@@ -267,7 +266,7 @@ async fn stands_by_then_leads_again(
         Duration::from_secs(10),
         "the replica on standby to lead and work again",
         || async {
-            (holder(leases).await.as_deref() == Some(first_holder)
+            (lease_holder(leases, LEASE).await.ok().flatten().as_deref() == Some(first_holder)
                 && workers.running.load(Ordering::SeqCst) == 1)
                 .then_some(())
         },
@@ -283,8 +282,8 @@ async fn stands_by_then_leads_again(
         "two replicas worked at the same moment"
     );
     assert_eq!(
-        holder(leases).await.unwrap_or_default(),
-        "",
+        lease_holder(leases, LEASE).await?,
+        None,
         "a graceful shutdown releases the Lease"
     );
     Ok(())

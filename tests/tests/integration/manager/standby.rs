@@ -13,8 +13,8 @@ use kube::{Api, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
 use kubeward::manager::{Config, LeaderElection, Manager, OnLeadershipLoss};
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::{metric_sum, wait_for};
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
+use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
 
 const LEASE_NAME: &str = "standby";
@@ -173,7 +173,7 @@ async fn all_reconciled(
     recorder: &Recorder,
     what: &str,
 ) -> anyhow::Result<BTreeMap<String, String>> {
-    wait_for(Duration::from_secs(60), what, || async {
+    Ok(wait_for(Duration::from_secs(60), what, || async {
         let server = on_server(api).await.ok()?;
         let reconciled = recorder.last_versions();
         server
@@ -181,7 +181,7 @@ async fn all_reconciled(
             .all(|(name, version)| reconciled.get(name) == Some(version))
             .then_some(server)
     })
-    .await
+    .await?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

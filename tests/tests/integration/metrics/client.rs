@@ -7,10 +7,8 @@ use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::manager::{BindAddress, Config, Manager};
 use kubeward::metrics::REST_CLIENT_DURATION_BUCKETS;
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, free_addr, wait_for};
 
-use super::prometheus::free_port;
 use super::scrape::{Scrape, scrape};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,7 +16,7 @@ async fn the_managers_client_counts_its_requests_by_code_method_and_host_in_metr
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("rest-client").await?;
-    let addr: SocketAddr = free_port()?;
+    let addr: SocketAddr = free_addr()?;
     let manager = Manager::with_client_config(
         cp.config(),
         Config::default().metrics_bind_address(BindAddress::On(addr)),

@@ -16,18 +16,17 @@ use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Recon
 use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use kubeward_tests::{ensure_definition, wait_for};
 use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use self::prometheus::{Prometheus, free_port, tool};
+use self::prometheus::{Prometheus, tool};
 use self::scrape::{Scrape, scrape};
 
 const CONTROLLER: &str = "scripted";
@@ -113,10 +112,10 @@ impl Running {
         check: impl Fn(Scrape) -> Option<T>,
     ) -> anyhow::Result<T> {
         let check = &check;
-        wait_for(Duration::from_secs(60), what, || async move {
+        Ok(wait_for(Duration::from_secs(60), what, || async move {
             check(scrape(self.addr).await?)
         })
-        .await
+        .await?)
     }
 
     async fn stop(self) -> anyhow::Result<()> {
@@ -129,7 +128,7 @@ impl Running {
 
 /// A manager in namespace `ns` running the [`Scripted`] controller (two workers, 50 ms backoff).
 fn start_scripted(cp: &ControlPlane, ns: &str, scripted: &Scripted) -> anyhow::Result<Running> {
-    let addr = free_port()?;
+    let addr = free_addr()?;
     let config = Config::default()
         .namespace(Some(ns.to_owned()))
         .metrics_bind_address(BindAddress::On(addr));
@@ -422,10 +421,10 @@ fn is_ready(generator: &ConfigMapGenerator) -> bool {
 async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_count()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("prometheus").await?;
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
-    let addr = free_port()?;
+    let addr = free_addr()?;
     let config = Config::default()
         .namespace(Some(ns.clone()))
         .metrics_bind_address(BindAddress::On(addr))

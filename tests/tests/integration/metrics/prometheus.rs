@@ -1,13 +1,11 @@
 //! A real Prometheus server on loopback, scraping one target every second; killed on drop.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use kubeward_tests::wait_for;
-
-use super::scrape::get;
+use kubeward::testing::{free_addr, get, wait_for};
 
 /// A running `prometheus` with its own config and storage in a temp dir.
 pub(super) struct Prometheus {
@@ -30,7 +28,7 @@ impl Prometheus {
                  - targets: ['{target}']\n"
             ),
         )?;
-        let addr = free_port()?;
+        let addr = free_addr()?;
         let log = std::fs::File::create(dir.path().join("prometheus.log"))?;
         let child = tokio::process::Command::new(tool("prometheus")?)
             .arg(format!("--config.file={}", config.display()))
@@ -52,7 +50,14 @@ impl Prometheus {
         wait_for(
             Duration::from_secs(60),
             "Prometheus to be ready",
-            || async { matches!(get(addr, "/-/ready").await, Ok((200, _))).then_some(()) },
+            || async {
+                get(addr, "/-/ready")
+                    .await
+                    .ok()?
+                    .status()
+                    .is_success()
+                    .then_some(())
+            },
         )
         .await
         .map_err(|e| anyhow::anyhow!("{e}; log:\n{}", prometheus.log()))?;
@@ -70,11 +75,12 @@ impl Prometheus {
         &self,
         promql: &str,
     ) -> anyhow::Result<Vec<(serde_json::Value, f64)>> {
-        let (status, body) = get(
+        let response = get(
             self.addr,
             &format!("/api/v1/query?query={}", encode(promql)),
         )
         .await?;
+        let (status, body) = (response.status(), response.into_body());
         anyhow::ensure!(status == 200, "query {promql} answered {status}: {body}");
         let answer: serde_json::Value = serde_json::from_str(&body)?;
         anyhow::ensure!(answer["status"] == "success", "query {promql}: {body}");
@@ -91,11 +97,6 @@ impl Prometheus {
             })
             .collect()
     }
-}
-
-/// A loopback address with a port that was free a moment ago.
-pub(super) fn free_port() -> anyhow::Result<SocketAddr> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
 /// Percent-encodes everything but unreserved characters, for a query string.

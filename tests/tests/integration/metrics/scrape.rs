@@ -1,35 +1,12 @@
-//! Fetches a page over plain HTTP/1.0 and parses the Prometheus text exposition format.
+//! Parses the Prometheus text exposition format of a scrape.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-
-/// `GET path` on `addr`: the status code and body.
-pub(super) async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
-    let response = String::from_utf8(response)?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow::anyhow!("no end of headers in {response:?}"))?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("no status line in {head:?}"))?;
-    Ok((status, body.to_owned()))
-}
-
 /// `/metrics` of `addr`, parsed; `None` while it cannot be fetched.
 pub(super) async fn scrape(addr: SocketAddr) -> Option<Scrape> {
-    match get(addr, "/metrics").await {
-        Ok((200, body)) => Scrape::parse(&body).ok(),
-        _ => None,
-    }
+    let body = kubeward::testing::scrape(addr).await.ok()?;
+    Scrape::parse(&body).ok()
 }
 
 /// One sample line: `name{labels} value`.

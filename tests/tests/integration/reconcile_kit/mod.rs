@@ -18,8 +18,7 @@ use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::reconcile::{ConditionStatus, Conditions, condition};
-use kubeward::testing::ControlPlane;
-use kubeward_tests::{ensure_crd, wait_for};
+use kubeward::testing::{ControlPlane, install_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -238,14 +237,14 @@ impl Running {
     /// Waits for a reconcile of round `round` (the `kit/round` annotation) and returns it.
     pub(crate) async fn reconciled(&self, round: &str) -> anyhow::Result<Done> {
         let what = format!("a reconcile of round {round}");
-        wait_for(REACT, &what, || async {
+        Ok(wait_for(REACT, &what, || async {
             let done = self.kit.done.lock();
             done.iter()
                 .rev()
                 .find(|d| d.round.as_deref() == Some(round))
                 .cloned()
         })
-        .await
+        .await?)
     }
 
     pub(crate) async fn stop(self) -> anyhow::Result<()> {
@@ -261,7 +260,7 @@ pub(crate) async fn namespace(
     cp: &ControlPlane,
     prefix: &str,
 ) -> anyhow::Result<(String, Api<Bundle>)> {
-    ensure_crd::<Bundle>(cp.client()).await?;
+    install_crd::<Bundle>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     Ok((ns.clone(), Api::namespaced(cp.client(), &ns)))
 }
@@ -275,7 +274,7 @@ pub(crate) async fn create_ready(bundles: &Api<Bundle>, bundle: &Bundle) -> anyh
 /// Waits until `name` is Ready with reason `Applied` for its current generation.
 pub(crate) async fn wait_ready(bundles: &Api<Bundle>, name: &str) -> anyhow::Result<Bundle> {
     let what = format!("bundle {name} Ready (reason Applied) for its generation");
-    wait_for(REACT, &what, || async {
+    Ok(wait_for(REACT, &what, || async {
         let bundle = bundles.get(name).await.ok()?;
         let conditions = &bundle.status.as_ref()?.conditions;
         let ready = conditions.find("Ready")?;
@@ -284,5 +283,5 @@ pub(crate) async fn wait_ready(bundles: &Api<Bundle>, name: &str) -> anyhow::Res
             && ready.observed_generation == bundle.metadata.generation)
             .then_some(bundle)
     })
-    .await
+    .await?)
 }

@@ -37,7 +37,7 @@ pub(super) async fn unusual_objects(cp: &ControlPlane) -> anyhow::Result<Vec<Row
         .await?;
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))

@@ -14,8 +14,7 @@ use kubeward::cache::Store;
 use kubeward::controller::Controller;
 use kubeward::leader;
 use kubeward::manager::{BoxError, Config, Error, LeaderElection, OnLeadershipLoss, Runnable};
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, TcpProxy, lease_holder, wait_for};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -107,7 +106,7 @@ async fn replica(
     let config = Config::default().leader_election(Some(
         LeaderElection::new(LEASE, Some(ns.to_owned()), timings).on_loss(on_loss),
     ));
-    let (manager, probes) = new_manager(cp.client_through(&proxy), ns, config);
+    let (manager, probes) = new_manager(cp.client_through(&proxy), ns, config)?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), ns))
@@ -184,7 +183,7 @@ pub(super) async fn faults(
         let took_over = injected.elapsed();
         let stood_by = old_leader_after(fault, ended, standby).await?;
         anyhow::ensure!(
-            lease_holder(&leases).await? == Some(next.clone()),
+            lease_holder(&leases, LEASE).await? == Some(next.clone()),
             "{fault:?}: the Lease does not name the new leader {next}"
         );
         writer.wait_written(5).await?; // work for the new leader
@@ -292,7 +291,7 @@ impl Fault {
 
 /// Waits until a replica other than `old` does leader-only work; returns its name.
 async fn new_leader(leaders: &Leaders, old: Option<&str>) -> anyhow::Result<String> {
-    wait_for(
+    Ok(wait_for(
         LEASE_DURATION * 10,
         &format!("a replica other than {old:?} to lead"),
         || async {
@@ -300,16 +299,7 @@ async fn new_leader(leaders: &Leaders, old: Option<&str>) -> anyhow::Result<Stri
             (Some(current.as_str()) != old).then_some(current)
         },
     )
-    .await
-}
-
-async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
-    Ok(leases
-        .get_opt(LEASE)
-        .await?
-        .and_then(|lease| lease.spec)
-        .and_then(|spec| spec.holder_identity)
-        .filter(|holder| !holder.is_empty()))
+    .await?)
 }
 
 /// Regression: `Manager::run` spawned its leader elector as a detached task, so dropping the
@@ -332,7 +322,7 @@ async fn a_dropped_run_future_stops_renewing_the_lease_so_a_standby_takes_over()
     let next = new_leader(&leaders, Some("dropped")).await?;
     anyhow::ensure!(next == "standby", "{next} leads");
     anyhow::ensure!(
-        lease_holder(&leases).await? == Some(next),
+        lease_holder(&leases, LEASE).await? == Some(next),
         "the Lease names the standby"
     );
     standby.operator.stop().await

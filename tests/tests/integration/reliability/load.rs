@@ -34,7 +34,7 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
     let names = create_config_maps(&api, "load", load.objects).await?;
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))

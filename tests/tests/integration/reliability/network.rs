@@ -9,8 +9,8 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeward::controller::Controller;
 use kubeward::informer;
 use kubeward::manager::Config;
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::{event_about_a_config_map, wait_for};
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
+use kubeward_tests::event_about_a_config_map;
 use tokio::time::Instant;
 
 use super::summary::Row;
@@ -42,7 +42,7 @@ pub(super) async fn stalled_connection(cp: &ControlPlane) -> anyhow::Result<Vec<
     let client = cp.client_through(&proxy);
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(client.clone(), &ns, Config::default());
+    let (manager, probes) = new_manager(client.clone(), &ns, Config::default())?;
     let informer = manager
         .factory()
         .informer_with(Api::<ConfigMap>::namespaced(client, &ns), informer_config())?;
@@ -113,7 +113,7 @@ pub(super) async fn compacted_history(cp: &ControlPlane) -> anyhow::Result<Vec<R
     let client = cp.client_through(&proxy);
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(client.clone(), &ns, Config::default());
+    let (manager, probes) = new_manager(client.clone(), &ns, Config::default())?;
     let informer = manager
         .factory()
         .informer_with(Api::<Event>::namespaced(client, &ns), informer_config())?;

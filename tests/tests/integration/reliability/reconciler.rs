@@ -10,8 +10,7 @@ use kube::{Api, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::Config;
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, wait_for};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -112,7 +111,7 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
     }
 
     let faulty = Faulty::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))

@@ -21,7 +21,7 @@ pub(super) async fn apiserver_killed_and_restarted(
     let names = create_config_maps(&api, "cm", 30).await?;
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))

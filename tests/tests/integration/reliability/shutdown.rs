@@ -12,8 +12,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
 use kubeward::manager::{Config, LeaderElection};
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, lease_holder, wait_for};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -77,7 +76,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
         started: Arc::default(),
         finished: Arc::default(),
     };
-    let (manager, probes) = new_manager(cp.client(), &ns, config(&ns));
+    let (manager, probes) = new_manager(cp.client(), &ns, config(&ns))?;
     manager.add(
         Controller::new(gated.clone())
             .name("gated")
@@ -91,7 +90,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
     )
     .await?;
     anyhow::ensure!(
-        holder(&leases).await?.is_some(),
+        lease_holder(&leases, LEASE).await?.is_some(),
         "the working manager holds the Lease"
     );
 
@@ -113,7 +112,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
         finished == IN_FLIGHT,
         "{finished} of {IN_FLIGHT} reconciles in flight finished before run() returned"
     );
-    let left = holder(&leases).await?;
+    let left = lease_holder(&leases, LEASE).await?;
     anyhow::ensure!(left.is_none(), "the Lease is still held by {left:?}");
 
     // Changes while no manager runs, then a new one on the same Lease.
@@ -131,7 +130,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
             .await?;
     }
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, config(&ns));
+    let (manager, probes) = new_manager(cp.client(), &ns, config(&ns))?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
@@ -154,14 +153,4 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
     ));
     operator.stop().await?;
     Ok(vec![row])
-}
-
-/// The Lease's holder; `None` when released (empty) or never taken.
-async fn holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
-    Ok(leases
-        .get_opt(LEASE)
-        .await?
-        .and_then(|lease| lease.spec)
-        .and_then(|spec| spec.holder_identity)
-        .filter(|holder| !holder.is_empty()))
 }

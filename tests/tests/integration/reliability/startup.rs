@@ -7,8 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kubeward::controller::Controller;
 use kubeward::manager::Config;
-use kubeward::testing::{ControlPlane, TcpProxy};
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 use tokio::time::Instant;
 
 use super::summary::Row;
@@ -28,7 +27,7 @@ pub(super) async fn apiserver_unreachable(cp: &ControlPlane) -> anyhow::Result<V
     proxy.cut();
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client_through(&proxy), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client_through(&proxy), &ns, Config::default())?;
     let cache = manager
         .factory()
         .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))

@@ -10,8 +10,7 @@ use kube::api::{
 use kube::{Api, Client, CustomResource, ResourceExt};
 use kubeward::controller::Controller;
 use kubeward::manager::Config;
-use kubeward::testing::ControlPlane;
-use kubeward_tests::wait_for;
+use kubeward::testing::{ControlPlane, wait_for};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -51,7 +50,7 @@ pub(super) async fn custom_resources(cp: &ControlPlane) -> anyhow::Result<Vec<Ro
     }
 
     let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default());
+    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
     let informer = manager
         .factory()
         .informer(Api::<Gadget>::namespaced(manager.client(), &ns));

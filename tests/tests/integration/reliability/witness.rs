@@ -13,9 +13,9 @@ use kubeward::cache::Store;
 use kubeward::controller::{Action, Context, Reconciler};
 use kubeward::informer::Watchable;
 use kubeward::manager::{BindAddress, Config, Manager};
+use kubeward::testing::{free_addr, get};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -109,19 +109,12 @@ pub(super) fn new_manager(
     client: Client,
     namespace: &str,
     config: Config,
-) -> (Manager, SocketAddr) {
-    let probes = free_addr();
+) -> kubeward::testing::Result<(Manager, SocketAddr)> {
+    let probes = free_addr()?;
     let config = config
         .namespace(Some(namespace.to_owned()))
         .health_probe_bind_address(BindAddress::On(probes));
-    (Manager::new(client, config), probes)
-}
-
-fn free_addr() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
-    listener
-        .local_addr()
-        .expect("a bound socket has an address")
+    Ok((Manager::new(client, config), probes))
 }
 
 impl Operator {
@@ -145,27 +138,8 @@ impl Operator {
 
     /// The status code and body of `GET path` on the probe endpoint.
     pub(super) async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        let exchange = async {
-            let mut stream = tokio::net::TcpStream::connect(self.probes).await?;
-            let request = format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n");
-            stream.write_all(request.as_bytes()).await?;
-            let mut response = String::new();
-            stream.read_to_string(&mut response).await?;
-            anyhow::Ok(response)
-        };
-        let response = tokio::time::timeout(Duration::from_secs(10), exchange)
-            .await
-            .map_err(|_| anyhow::anyhow!("GET {path} on the probe endpoint took over 10 s"))??;
-        let status = response
-            .split(' ')
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .ok_or_else(|| anyhow::anyhow!("no status line in {response:?}"))?;
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_owned())
-            .unwrap_or_default();
-        Ok((status, body))
+        let response = get(self.probes, path).await?;
+        Ok((response.status().as_u16(), response.into_body()))
     }
 
     /// Whether `run()` has returned.

@@ -8,7 +8,7 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use kubeward_tests::wait_for;
+use kubeward::testing::wait_for;
 use tokio::sync::{OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -83,12 +83,12 @@ impl Writer {
     /// Waits for `more` successful writes from now.
     pub(super) async fn wait_written(&self, more: u64) -> anyhow::Result<()> {
         let target = self.written() + more;
-        wait_for(
+        Ok(wait_for(
             Duration::from_secs(60),
             &format!("{more} more successful writes"),
             || async { (self.written() >= target).then_some(()) },
         )
-        .await
+        .await?)
     }
 
     /// Stops writing until the guard is dropped; returns once no write is in progress.
