@@ -17,7 +17,8 @@ const HEALTH_GRACE: Duration = Duration::from_secs(20);
 ///
 /// The defaults are client-go's: lease duration 15 s, renew deadline 10 s, retry period 2 s.
 /// They must satisfy `lease duration > renew deadline > 1.2 × retry period`, which
-/// [`Config::validate`] checks (and the elector calls before it starts).
+/// [`LeaderElector::new`](super::LeaderElector::new) checks (as do the manager's flags), returning
+/// [`Error::InvalidConfig`] naming the broken rule.
 ///
 /// ```
 /// use std::time::Duration;
@@ -27,7 +28,7 @@ const HEALTH_GRACE: Duration = Duration::from_secs(20);
 ///     .lease_duration(Duration::from_secs(4))
 ///     .renew_deadline(Duration::from_secs(3))
 ///     .retry_period(Duration::from_millis(500));
-/// assert!(config.validate().is_ok());
+/// # let _ = config;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[doc(alias = "LeaderElectionConfig")]
@@ -100,7 +101,7 @@ impl Config {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] says which rule is broken and by which values.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.retry_period.is_zero() {
             return invalid("retry period must be greater than zero".into());

@@ -35,7 +35,7 @@ impl Status {
 
     /// Whether this candidate leads at `now`: it is in a term whose renew deadline has not passed.
     #[must_use]
-    pub fn is_leader_at(&self, now: Instant) -> bool {
+    pub(crate) fn is_leader_at(&self, now: Instant) -> bool {
         self.term.is_some_and(|term| term.is_current(now))
     }
 }

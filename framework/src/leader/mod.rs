@@ -32,10 +32,10 @@
 mod config;
 mod elector;
 mod leadership;
-#[cfg(test)]
-mod simulation;
 mod state;
 mod term;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 

@@ -140,13 +140,13 @@ impl Config {
 
     /// The namespace controllers watch, if limited to one.
     #[must_use]
-    pub fn watch_namespace(&self) -> Option<&str> {
+    pub(crate) fn watch_namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }
 
     /// The default concurrency of controllers.
     #[must_use]
-    pub fn default_concurrency(&self) -> u16 {
+    pub(crate) fn default_concurrency(&self) -> u16 {
         self.max_concurrent_reconciles
     }
 }

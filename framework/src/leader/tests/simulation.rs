@@ -10,7 +10,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
-use super::state::{Observed, State, Step, Write};
+use crate::leader::state::{Observed, State, Step, Write};
 
 /// A Lease in a store that applies a write only if its resourceVersion still matches.
 #[derive(Default)]

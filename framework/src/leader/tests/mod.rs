@@ -1,0 +1,3 @@
+//! Tests of leader election as a whole; each file's own tests sit at its bottom.
+
+mod simulation;
