@@ -117,7 +117,8 @@ impl Flags {
     /// The manager configuration these flags describe.
     ///
     /// # Errors
-    /// [`Error::InvalidFlags`] for a log filter that does not parse.
+    /// [`Error::InvalidFlags`] for leader-election timings that do not fit together, or a log
+    /// filter that does not parse (clap refuses one, but the field may be set after parsing).
     pub fn config(&self) -> Result<Config, Error> {
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
@@ -144,9 +145,7 @@ impl Flags {
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .namespace(self.namespace.clone()))
     }
-}
 
-impl Flags {
     /// [`Self::config`], and, unless a [`Command`](super::Command) runs instead of the operator,
     /// that `--kubeconfig` reads and `--context` exists: everything clap cannot check alone.
     pub(crate) fn checked_config(&self) -> Result<Config, Error> {

@@ -19,14 +19,15 @@ const QUIET_CLIENT: [&str; 2] = [
 /// Text lines are coloured only when stderr is a terminal; JSON is one object per line.
 ///
 /// # Errors
-/// [`Error::InvalidFlags`] when `level` is not a valid filter; [`Error::Logging`] when a global
-/// subscriber was already installed.
+/// [`Error::InvalidFlags`] when `level` (or `RUST_LOG`, naming it) is not a valid filter;
+/// [`Error::Logging`] when a global subscriber was already installed.
 pub fn init_logging(format: LogFormat, level: &str) -> Result<(), Error> {
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(env) if !env.is_empty() => log_filter(&env),
-        _ => log_filter(level),
-    }
-    .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
+    let (origin, directives) = match std::env::var("RUST_LOG") {
+        Ok(env) if !env.is_empty() => ("RUST_LOG", env),
+        _ => ("--log-level", level.to_owned()),
+    };
+    let filter = log_filter(&directives)
+        .map_err(|e| Error::InvalidFlags(format!("{origin} {directives}: {e}")))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
