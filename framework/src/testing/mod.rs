@@ -1,4 +1,4 @@
-//! Runs a real local control plane (etcd + kube-apiserver) for tests.
+//! Tests operators: a local control plane, a fake API server, waits, endpoint probes, Leases.
 //!
 //! ```no_run
 //! # #[allow(dead_code)]

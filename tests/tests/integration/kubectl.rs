@@ -2,15 +2,13 @@
 //! lists Ready and Reason columns, and finds the kind by its category; and on the example
 //! operator, `kubectl wait`, `get` and `describe` show why a failing object is not Ready.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource};
 use kubeward::Controller;
-use kubeward::controller::{Action, Context, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::testing::{ControlPlane, install_definition, wait_for};
+use kubeward::testing::{ControlPlane, NoopReconciler, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
@@ -30,7 +28,7 @@ use crate::chart::{path_str, run};
     status = "LampStatus",
     category = "kubeward-tests"
 )]
-#[controller(reconciler = Unused)]
+#[controller(reconciler = NoopReconciler)]
 pub(crate) struct LampSpec {
     /// How bright the lamp shines.
     pub(crate) brightness: u32,
@@ -56,21 +54,6 @@ pub(crate) struct LampCondition {
     pub(crate) reason: String,
     /// Why, in words.
     pub(crate) message: String,
-}
-
-/// The derive needs a reconciler; nothing runs it here.
-#[expect(
-    dead_code,
-    reason = "the derive needs a reconciler type; no controller runs here"
-)]
-pub(crate) struct Unused;
-
-impl Reconciler<Lamp> for Unused {
-    type Error = kube::Error;
-
-    async fn reconcile(&self, _: Arc<Lamp>, _: &Context<Lamp>) -> Result<Action, kube::Error> {
-        Ok(Action::await_change())
-    }
 }
 
 /// Runs `kubectl args` against the control plane, with a fresh cache so that it discovers the
