@@ -17,11 +17,11 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::manager::{Config, Manager};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
-use kubeward_tests::{ensure_definition, metric_sum, wait_for};
+use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
 
 mod necessary;
@@ -143,7 +143,7 @@ async fn run_as(
     prefix: &str,
     rules: Vec<PolicyRule>,
 ) -> anyhow::Result<(String, Manager)> {
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     let client = bind_service_account(cp, &ns, "operator", rules).await?;
     let manager = Manager::new(client, Config::default().namespace(Some(ns.clone())));
@@ -204,7 +204,9 @@ impl Log {
                 .map(str::to_owned)
         })
         .await;
-        found.map_err(|e| e.context(format!("the log so far:\n{}", self.text())))
+        found.map_err(|e| {
+            anyhow::Error::from(e).context(format!("the log so far:\n{}", self.text()))
+        })
     }
 }
 

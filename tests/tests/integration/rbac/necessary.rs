@@ -5,9 +5,8 @@
 
 use kube::Api;
 use kube::api::PostParams;
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
-use kubeward_tests::wait_for;
 
 use super::{Log, REACT, all_rules_but, generator, reconcile_errors, run_as};
 

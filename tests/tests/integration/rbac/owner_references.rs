@@ -7,10 +7,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, ResourceExt as _};
-use kubeward::testing::{ControlPlane, skip_on_existing_cluster};
+use kubeward::testing::{ControlPlane, install_definition, skip_on_existing_cluster, wait_for};
 use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
-use kubeward_tests::{ensure_definition, wait_for};
 
 use super::{REACT, all_rules_but, generator, run_as};
 
@@ -24,7 +23,7 @@ async fn where_owner_references_are_enforced_the_finalizers_rule_is_needed_and_t
         return Ok(());
     }
     let cp = ControlPlane::start_with_apiserver_flags(&[ENFORCE]).await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     admission_knows_the_kind(&cp).await?;
     let (short, short_manager) = run_as(
         &cp,
@@ -109,7 +108,7 @@ async fn ready_condition(
         Ok(message) => Ok(message),
         Err(error) => {
             let now = generators.get(name).await?;
-            Err(error.context(format!("generator {name} is now {now:?}")))
+            Err(anyhow::Error::from(error).context(format!("generator {name} is now {now:?}")))
         }
     }
 }
@@ -149,5 +148,7 @@ async fn admission_knows_the_kind(cp: &ControlPlane) -> anyhow::Result<()> {
         },
     )
     .await;
-    mapped.map_err(|e| e.context(format!("the last refusal: {:?}", last.lock().take())))
+    mapped.map_err(|e| {
+        anyhow::Error::from(e).context(format!("the last refusal: {:?}", last.lock().take()))
+    })
 }

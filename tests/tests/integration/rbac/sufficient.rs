@@ -3,10 +3,9 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
-use kubeward_tests::wait_for;
 
 use super::{Log, REACT, generator, run_as};
 

@@ -15,7 +15,8 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Context, Reconciler};
 use kubeward::manager::Manager;
-use kubeward_tests::{metric_sum, wait_for};
+use kubeward::testing::wait_for;
+use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -57,19 +58,19 @@ impl Seen {
     /// Waits until `name` has been reconciled `times` times.
     async fn reconciled_times(&self, name: &str, times: usize) -> anyhow::Result<()> {
         let what = format!("{times} reconciles of ConfigMap {name}");
-        wait_for(REACT, &what, || async {
+        Ok(wait_for(REACT, &what, || async {
             (self.of(name).len() >= times).then_some(())
         })
-        .await
+        .await?)
     }
 
     /// Waits until `name` has been reconciled at resourceVersion `version`.
     async fn reconciled_at(&self, name: &str, version: &str) -> anyhow::Result<()> {
         let what = format!("a reconcile of ConfigMap {name} at resourceVersion {version}");
-        wait_for(REACT, &what, || async {
+        Ok(wait_for(REACT, &what, || async {
             self.of(name).iter().any(|v| v == version).then_some(())
         })
-        .await
+        .await?)
     }
 }
 
@@ -96,7 +97,7 @@ impl Running {
     /// enqueued so far has been reconciled.
     async fn drained(&self, controller: &str) -> anyhow::Result<()> {
         let what = format!("the queue of {controller} drained, with no reconcile running");
-        wait_for(REACT, &what, || async {
+        Ok(wait_for(REACT, &what, || async {
             let gauge = |family| {
                 metric_sum(&self.registry, family, ("controller", controller), |m| {
                     m.get_gauge().get_value()
@@ -106,7 +107,7 @@ impl Running {
                 && gauge("controller_runtime_active_workers") == 0.0;
             idle.then_some(())
         })
-        .await
+        .await?)
     }
 
     async fn stop(self) -> anyhow::Result<()> {
