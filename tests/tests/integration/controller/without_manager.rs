@@ -10,10 +10,9 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kubeward::controller::Cluster;
 use kubeward::informer::Factory;
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::by_hand::{controller_without_macro, generated_name};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
-use kubeward_tests::{ensure_definition, wait_for};
 use tokio_util::sync::CancellationToken;
 
 use super::generator;
@@ -22,7 +21,7 @@ use super::generator;
 async fn a_bound_controller_reconciles_cleans_up_and_stops_without_a_manager() -> anyhow::Result<()>
 {
     let cp = ControlPlane::shared().await?;
-    ensure_definition::<ConfigMapGenerator>(cp.client()).await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("without-manager").await?;
     let factory = Arc::new(Factory::new(cp.client()));
     let cluster = Cluster::new(Arc::clone(&factory)).namespace(Some(ns.clone()));
