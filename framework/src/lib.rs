@@ -40,6 +40,24 @@
 //!
 //! Informer-only users (the client-go pattern) start at [`informer::Factory`]; tests use
 //! `testing::ControlPlane` and `testing::FakeApiServer` (feature `testing`).
+//!
+//! # Layout
+//!
+//! The modules follow the data, each using only those above it in this list:
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`cache`] | the store: objects by [`cache::ObjectKey`], indexes |
+//! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
+//! | [`queue`] | the rate-limited work queue that deduplicates keys |
+//! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
+//! | [`crd`], [`rbac`] | what a controller carries for its manifests: the polished CRD, the RBAC rules |
+//! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
+//! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
+//! | [`leader`] | Lease leader election, on its own |
+//! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
+//!
+//! A test in `manager` fails if anything under `controller` names the manager.
 #![doc(test(attr(deny(warnings))))]
 
 pub mod cache;
@@ -55,6 +73,9 @@ pub mod queue;
 pub mod rbac;
 pub mod reconcile;
 mod spare_capacity;
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(feature = "testing")]
 pub mod testing;

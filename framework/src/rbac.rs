@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 pub use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::Resource;
 
-use crate::controller::Watchable;
+use crate::informer::Watchable;
 
 /// Verbs in the order Kubernetes documentation lists them; rules keep this order.
 const VERB_ORDER: &[&str] = &[

@@ -103,9 +103,18 @@ impl Config {
     }
 
     /// Reconciles at once per controller, for controllers that do not set their own.
+    ///
+    /// # Panics
+    /// If `n` is 0, as [`Controller::concurrency`](crate::controller::Controller::concurrency)
+    /// does: a controller without workers would never reconcile anything.
     #[must_use]
+    #[track_caller]
     pub fn max_concurrent_reconciles(mut self, n: u16) -> Self {
-        self.max_concurrent_reconciles = n.max(1);
+        assert!(
+            n > 0,
+            "max_concurrent_reconciles(0): a controller needs at least one worker"
+        );
+        self.max_concurrent_reconciles = n;
         self
     }
 
@@ -180,5 +189,11 @@ mod tests {
                 .is_compact()
         );
         Ok(())
+    }
+
+    #[test]
+    #[should_panic(expected = "max_concurrent_reconciles(0)")]
+    fn a_default_concurrency_of_zero_panics_where_it_is_set() {
+        let _ = Config::default().max_concurrent_reconciles(0);
     }
 }

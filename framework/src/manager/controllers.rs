@@ -27,7 +27,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         let mut controller = self;
         manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
         if !controller.has_concurrency() {
-            controller = controller.concurrency(manager.config().default_concurrency().max(1));
+            controller = controller.concurrency(manager.config().default_concurrency());
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .namespace(manager.config().watch_namespace().map(str::to_owned))

@@ -129,6 +129,11 @@ impl Flags {
         election
             .validate()
             .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        if self.max_concurrent_reconciles == 0 {
+            return Err(Error::InvalidFlags(
+                "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
+            ));
+        }
         let election = self.leader_elect.then(|| {
             LeaderElection::new(
                 &self.leader_election_id,
@@ -262,6 +267,17 @@ mod tests {
     fn zero_concurrency_and_unknown_log_formats_are_rejected() {
         assert!(Flags::try_parse_from(["op", "--max-concurrent-reconciles=0"]).is_err());
         assert!(Flags::try_parse_from(["op", "--log-format=xml"]).is_err());
+    }
+
+    #[test]
+    fn flags_built_in_code_with_zero_concurrency_are_an_error_not_a_panic() {
+        let mut flags = Flags::try_parse_from(["op"]).unwrap();
+        flags.max_concurrent_reconciles = 0;
+        let err = flags.config().unwrap_err();
+        assert!(
+            err.to_string().contains("--max-concurrent-reconciles"),
+            "{err}"
+        );
     }
 
     #[test]

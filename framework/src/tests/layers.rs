@@ -1,0 +1,116 @@
+//! The crate's layers point one way: each module's code uses only the modules listed before it
+//! (the order of the crate docs' Layout table).
+
+use std::path::{Path, PathBuf};
+
+/// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
+const LAYERS: [&str; 11] = [
+    "cache",
+    "informer",
+    "queue",
+    "metrics",
+    "events",
+    "crd",
+    "rbac",
+    "controller",
+    "reconcile",
+    "leader",
+    "manager",
+];
+
+/// The crate modules a line of code names through `crate::` paths, grouped ones included.
+fn crate_modules(code: &str) -> Vec<&str> {
+    let mut named = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let items = match rest.strip_prefix('{') {
+            Some(group) => group.split_once('}').map_or(group, |(inner, _)| inner),
+            None => rest,
+        };
+        for item in items.split(',') {
+            let word = item
+                .trim_start()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default();
+            if !word.is_empty() {
+                named.push(word);
+            }
+            if !rest.starts_with('{') {
+                break;
+            }
+        }
+    }
+    named
+}
+
+/// The code of a source file that is not its tests: tests may use any layer.
+fn library_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .map(|(n, line)| (n + 1, line.split_once("//").map_or(line, |(code, _)| code)))
+}
+
+fn rust_files(path: &Path, found: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).expect("the source folder reads") {
+            let entry = entry.expect("a folder entry reads").path();
+            // A folder's `tests/` directory holds tests, which may use any layer.
+            if entry.file_name().is_some_and(|name| name != "tests") {
+                rust_files(&entry, found);
+            }
+        }
+    } else if path.is_file() && path.extension().is_some_and(|e| e == "rs") {
+        found.push(path.to_owned());
+    }
+}
+
+#[test]
+fn each_module_uses_only_the_layers_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offences = Vec::new();
+    let mut files_read = 0;
+    for (level, module) in LAYERS.iter().enumerate() {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        rust_files(&src.join(format!("{module}.rs")), &mut files);
+        assert!(!files.is_empty(), "module {module} has source files");
+        for file in files {
+            files_read += 1;
+            let text = std::fs::read_to_string(&file).expect("a source file reads");
+            for (line_number, code) in library_lines(&text) {
+                for named in crate_modules(code) {
+                    if LAYERS[level + 1..].contains(&named) {
+                        offences.push(format!(
+                            "{}:{line_number}: {module} uses {named}, a layer above it",
+                            file.display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(files_read > 80, "read the crate's files ({files_read})");
+    assert!(
+        offences.is_empty(),
+        "layers must point one way (the crate docs' Layout table):\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_plain_and_grouped_paths_but_not_comments() {
+    assert_eq!(crate_modules("use crate::manager::Runnable;"), ["manager"]);
+    assert_eq!(
+        crate_modules("use crate::{informer, leader::Config};"),
+        ["informer", "leader"]
+    );
+    assert_eq!(
+        crate_modules("let s = crate::cache::store(); crate::queue::x()"),
+        ["cache", "queue"]
+    );
+    let text = "use crate::cache; // crate::manager\n#[cfg(test)]\nuse crate::manager;";
+    let code: Vec<_> = library_lines(text).map(|(_, code)| code).collect();
+    assert_eq!(code, ["use crate::cache; "]);
+}
