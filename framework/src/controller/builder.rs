@@ -244,32 +244,17 @@ impl<K: Watchable> Controller<K> {
     }
 }
 
-#[cfg(test)]
+// The tests use the testing kit's no-op reconciler.
+#[cfg(all(test, feature = "testing"))]
 mod tests {
-    use std::sync::Arc;
-
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::Controller;
-    use crate::controller::{Action, Context, Reconciler};
-
-    struct Nothing;
-
-    impl Reconciler<ConfigMap> for Nothing {
-        type Error = std::convert::Infallible;
-
-        async fn reconcile(
-            &self,
-            _: Arc<ConfigMap>,
-            _: &Context<ConfigMap>,
-        ) -> Result<Action, Self::Error> {
-            Ok(Action::await_change())
-        }
-    }
+    use crate::testing::NoopReconciler as Nothing;
 
     #[test]
     #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
     fn a_concurrency_of_zero_panics_where_it_is_set() {
-        let _ = Controller::new(Nothing).concurrency(0);
+        let _ = Controller::<ConfigMap>::new(Nothing).concurrency(0);
     }
 }

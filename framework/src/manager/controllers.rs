@@ -69,28 +69,14 @@ impl<K: Watchable> Runnable for Term<K> {
     }
 }
 
-#[cfg(test)]
+// The tests use the testing kit's no-op reconciler.
+#[cfg(all(test, feature = "testing"))]
 mod tests {
-    use std::sync::Arc;
-
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use crate::controller::{Action, Context, Controller, Reconciler};
+    use crate::controller::Controller;
     use crate::manager::{Config, Manager};
-
-    struct Nothing;
-
-    impl Reconciler<ConfigMap> for Nothing {
-        type Error = std::convert::Infallible;
-
-        async fn reconcile(
-            &self,
-            _: Arc<ConfigMap>,
-            _: &Context<ConfigMap>,
-        ) -> Result<Action, Self::Error> {
-            Ok(Action::await_change())
-        }
-    }
+    use crate::testing::NoopReconciler as Nothing;
 
     fn manager() -> Manager {
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
@@ -102,23 +88,23 @@ mod tests {
     #[should_panic(expected = "already named \"twin\"")]
     async fn adding_a_second_controller_with_a_taken_name_panics_at_add() {
         let manager = manager();
-        manager.add(Controller::new(Nothing).name("twin"));
-        manager.add(Controller::new(Nothing).name("twin"));
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("twin"));
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("twin"));
     }
 
     #[tokio::test]
     #[should_panic(expected = "already named \"configmap\"")]
     async fn two_unnamed_controllers_of_one_kind_share_the_default_name_and_panic() {
         let manager = manager();
-        manager.add(Controller::new(Nothing));
-        manager.add(Controller::new(Nothing));
+        manager.add(Controller::<ConfigMap>::new(Nothing));
+        manager.add(Controller::<ConfigMap>::new(Nothing));
     }
 
     #[tokio::test]
     async fn controllers_with_different_names_are_both_added() {
         let manager = manager();
-        manager.add(Controller::new(Nothing).name("one"));
-        manager.add(Controller::new(Nothing).name("two"));
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("one"));
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("two"));
         let debug = format!("{manager:?}");
         assert!(
             debug.contains("\"one\"") && debug.contains("\"two\""),
