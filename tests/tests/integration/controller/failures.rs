@@ -72,11 +72,10 @@ impl Reconciler<Namer> for Creator {
         configmaps
             .patch(&namer.spec.config_map_name, &apply, &Patch::Apply(&wanted))
             .await?;
-        let ready = namer.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        });
+        let ready = namer
+            .status
+            .as_ref()
+            .is_some_and(|s| s.conditions.is_true("Ready"));
         if !ready {
             let mut ready = condition("Ready", true, "Created", "the ConfigMap exists");
             ready.observed_generation = namer.metadata.generation;

@@ -104,11 +104,7 @@ async fn wait_ready(generators: &Api<ConfigMapGenerator>) -> anyhow::Result<()> 
                 .iter()
                 .all(|g| {
                     let status = g.status.as_ref();
-                    let ready = status.is_some_and(|s| {
-                        s.conditions
-                            .iter()
-                            .any(|c| c.type_ == "Ready" && c.status == "True")
-                    });
+                    let ready = status.is_some_and(|s| s.conditions.is_true("Ready"));
                     ready && g.finalizers().iter().any(|f| f == FINALIZER)
                 })
                 .then_some(())

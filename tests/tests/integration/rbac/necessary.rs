@@ -119,11 +119,7 @@ async fn without_the_events_rule_the_work_is_done_but_its_events_are_refused_and
     // Events never block the work: the reconcile succeeds...
     wait_for(REACT, "the generator's Ready condition", || async {
         let status = generators.get("quiet").await.ok()?.status?;
-        status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-            .then_some(())
+        status.conditions.is_true("Ready").then_some(())
     })
     .await?;
     // ... and its Generated Event is refused, which the log says with the missing permission.

@@ -38,11 +38,7 @@ async fn the_derived_controller_runs_on_exactly_the_generated_rules() -> anyhow:
     .await?;
     wait_for(REACT, "the generator's Ready condition", || async {
         let status = generators.get("least").await.ok()?.status?;
-        status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-            .then_some(())
+        status.conditions.is_true("Ready").then_some(())
     })
     .await?;
     let events: Api<Event> = Api::namespaced(cp.client(), &ns);
