@@ -83,7 +83,8 @@ impl<K: Watchable> Controller<K> {
         let own_writes = Arc::clone(&echoes);
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
         let synced = informer.clone();
-        let registration = informer.add_handler(
+        // On the reflector's task: the handler only turns a change into a key for the queue.
+        let registration = informer.add_inline_handler(
             handler_fns()
                 .on_add(move |obj: Arc<K>| {
                     // Objects of the initial list wait behind live changes (with aging).

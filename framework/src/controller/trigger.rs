@@ -60,9 +60,8 @@ pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
     Box::new(|factory, namespace, queue, own_writes| {
         let informer = factory.watched::<C>(namespace);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
-        wire(&informer, queue, own_writes, move |c: &C| {
-            owners(c.meta()).into_iter().collect()
-        })
+        let keys = move |c: &C| owners(c.meta()).into_iter().collect();
+        wire(&informer, queue, own_writes, Mapper::Ours(keys))
     })
 }
 
@@ -72,33 +71,47 @@ pub(crate) fn watch_trigger<W: Watchable>(
 ) -> Trigger {
     Box::new(move |factory, namespace, queue, own_writes| {
         let informer = factory.watched::<W>(namespace);
-        wire(&informer, queue, own_writes, mapper)
+        wire(&informer, queue, own_writes, Mapper::Users(mapper))
     })
+}
+
+/// Who wrote the function from a changed object to the keys it triggers. The framework's own
+/// never block, so they run on the informer's task as each change is stored; a user's runs on a
+/// delivery thread of its own, so a slow one delays only its controller.
+enum Mapper<F> {
+    Ours(F),
+    Users(F),
 }
 
 fn wire<C: Watchable>(
     informer: &SharedInformer<C>,
     queue: &Intake,
     own_writes: &Arc<OwnWrites>,
-    keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+    keys: Mapper<impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static>,
 ) -> Wired {
-    let keys = Arc::new(keys);
+    let (keys, inline) = match keys {
+        Mapper::Ours(keys) => (Arc::new(keys), true),
+        Mapper::Users(keys) => (Arc::new(keys), false),
+    };
     let (on_add, on_update, on_delete) = (Arc::clone(&keys), Arc::clone(&keys), keys);
     let q_delete = queue.clone();
     let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
-    let registration = informer.add_handler(
-        handler_fns()
-            .on_add(move |c: Arc<C>| added.trigger(&target(c.as_ref()), c.meta(), on_add(&c)))
-            .on_update(move |old: Arc<C>, new: Arc<C>| {
-                let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
-                updated.trigger(&target(new.as_ref()), new.meta(), keys);
-            })
-            .on_delete(move |deleted| {
-                for key in on_delete(deleted.object()) {
-                    q_delete.add(key);
-                }
-            }),
-    );
+    let handler = handler_fns()
+        .on_add(move |c: Arc<C>| added.trigger(&target(c.as_ref()), c.meta(), on_add(&c)))
+        .on_update(move |old: Arc<C>, new: Arc<C>| {
+            let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
+            updated.trigger(&target(new.as_ref()), new.meta(), keys);
+        })
+        .on_delete(move |deleted| {
+            for key in on_delete(deleted.object()) {
+                q_delete.add(key);
+            }
+        });
+    let registration = if inline {
+        informer.add_inline_handler(handler)
+    } else {
+        informer.add_handler(handler)
+    };
     Wired::new(informer, registration)
 }
 

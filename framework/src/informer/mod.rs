@@ -55,11 +55,13 @@
 mod buffer;
 mod config;
 mod connectivity;
+mod decode;
 mod error;
 mod factory;
 mod fan_out;
 mod handler;
 mod listener;
+mod progress;
 mod reflector;
 mod shared_informer;
 mod stats;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
@@ -13,10 +14,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use parking_lot::Mutex;
-use tokio::sync::watch;
-
+use super::decode::{Decoder, Payload};
 use super::fan_out::FanOut;
+use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
 use super::{Config, Stats, connectivity};
 
@@ -30,49 +30,11 @@ pub(crate) struct Reflector<K> {
     config: Config,
     /// Whether lists and watches ask for `PartialObjectMetadata` (`K` is a `PartialObjectMeta`).
     metadata_only: bool,
-    transforms: Arc<Transforms<K>>,
+    decoder: Decoder<K>,
+    /// Whether watch events arrive as untyped trees (see [`Reflector::watch`]).
+    tree_events: AtomicBool,
     fan_out: Arc<FanOut<K>>,
     progress: Arc<Progress>,
-}
-
-/// How far a reflector got: whether its first list is stored, the latest resourceVersion, and
-/// its request counters. Written by the reflector, read by the informer.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    synced: watch::Sender<bool>,
-    resource_version: Mutex<Option<String>>,
-    stats: Arc<Stats>,
-}
-
-impl Progress {
-    /// Whether the first complete list is stored.
-    pub(crate) fn has_synced(&self) -> bool {
-        *self.synced.borrow()
-    }
-
-    /// Tells when the first complete list is stored.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
-        self.synced.subscribe()
-    }
-
-    /// The resourceVersion of the latest list, event or bookmark.
-    pub(crate) fn resource_version(&self) -> Option<String> {
-        self.resource_version.lock().clone()
-    }
-
-    /// The request counters.
-    pub(crate) fn stats(&self) -> &Arc<Stats> {
-        &self.stats
-    }
-
-    fn set_resource_version(&self, version: &str) {
-        *self.resource_version.lock() = Some(version.to_owned());
-    }
-
-    fn synced_now(&self) {
-        self.synced.send_replace(true);
-        self.stats.synced_now();
-    }
 }
 
 /// One list response, with each item kept as its JSON text so that each decodes on its own
@@ -93,6 +55,8 @@ enum WatchEnd {
     Gone,
     /// Anything else: wait, then resume from the latest version.
     Failed(kube::Error),
+    /// A line of the stream that is not a watch event of the expected shape.
+    Unparsed(kube::Error),
 }
 
 impl<K> Reflector<K>
@@ -108,12 +72,14 @@ where
         fan_out: Arc<FanOut<K>>,
         progress: Arc<Progress>,
     ) -> Self {
+        let decoder = Decoder::new(url, &config, transforms, Arc::clone(progress.stats()));
         Self {
             client,
             request: Request::new(url),
             config,
             metadata_only: K::metadata_api(),
-            transforms,
+            decoder,
+            tree_events: AtomicBool::new(false),
             fan_out,
             progress,
         }
@@ -154,7 +120,9 @@ where
                     );
                     resource_version = None;
                 }
-                WatchEnd::Failed(err) => self.retry_after("watch", &err, &mut delays).await,
+                WatchEnd::Failed(err) | WatchEnd::Unparsed(err) => {
+                    self.retry_after("watch", &err, &mut delays).await;
+                }
             }
         }
     }
@@ -210,16 +178,17 @@ where
                 // every list in the object exactly. The text is valid JSON by construction.
                 let raw: Value = serde_json::from_str(item.get()).unwrap_or_default();
                 drop(item);
-                if let Some((obj, json)) = self.decode(raw) {
+                if let Some((obj, json)) = self.decoder.decode(raw) {
                     relist.apply(obj, json);
                 }
             }
             let Some(next) = next else {
                 let version = page.metadata.resource_version.unwrap_or_default();
                 relist.finish();
-                self.progress.set_resource_version(&version);
+                self.progress
+                    .publish(&Latest::Text(version.as_str().into()));
                 self.progress.synced_now();
-                Stats::count(&self.progress.stats.relists);
+                Stats::count(&self.progress.stats().relists);
                 return Ok(version);
             };
             fetching = next;
@@ -235,7 +204,7 @@ where
             self.request.list(params)
         };
         let request = request.map_err(kube::Error::BuildRequest)?;
-        Stats::count(&self.progress.stats.list_requests);
+        Stats::count(&self.progress.stats().list_requests);
         let client = self.client.clone();
         let idle = config.idle_timeout;
         Ok(Fetch(tokio::spawn(async move {
@@ -246,7 +215,33 @@ where
     }
 
     /// Watches from `version` until the watch ends; returns why and the latest version seen.
-    async fn watch(&self, mut version: String) -> (WatchEnd, String) {
+    ///
+    /// Event objects arrive as their text and decode straight into `K`. That needs each event's
+    /// `type` before its `object`, as the API server writes them; from a server that writes them
+    /// the other way round the text cannot be kept, so the first such event switches this
+    /// reflector to untyped trees for good, and the watch resumes where it was.
+    async fn watch(&self, version: String) -> (WatchEnd, String) {
+        let mut latest = Latest::Text(version.as_str().into());
+        let end = if self.tree_events.load(Ordering::Relaxed) {
+            self.watch_from::<Value>(&version, &mut latest).await
+        } else {
+            match self
+                .watch_from::<Box<RawValue>>(&version, &mut latest)
+                .await
+            {
+                WatchEnd::Unparsed(err) => {
+                    tracing::info!(url = self.request.url_path, error = %err, "watch events whose object comes before their type; decoding them through untyped values from now on");
+                    self.tree_events.store(true, Ordering::Relaxed);
+                    WatchEnd::Resume { received: true }
+                }
+                end => end,
+            }
+        };
+        (end, latest.text())
+    }
+
+    /// Watches from `version`, keeping `latest` up to date, until the watch ends; returns why.
+    async fn watch_from<P: Payload>(&self, version: &str, latest: &mut Latest) -> WatchEnd {
         let config = &self.config;
         let params = WatchParams {
             label_selector: config.label_selector.clone(),
@@ -260,26 +255,26 @@ where
             ..WatchParams::default()
         };
         let request = if self.metadata_only {
-            self.request.watch_metadata(&params, &version)
+            self.request.watch_metadata(&params, version)
         } else {
-            self.request.watch(&params, &version)
+            self.request.watch(&params, version)
         };
         let request = match request {
             Ok(request) => request,
-            Err(err) => return (WatchEnd::Failed(kube::Error::BuildRequest(err)), version),
+            Err(err) => return WatchEnd::Failed(kube::Error::BuildRequest(err)),
         };
-        Stats::count(&self.progress.stats.watch_requests);
+        Stats::count(&self.progress.stats().watch_requests);
         let started = tokio::time::timeout(
             config.idle_timeout,
-            self.client.request_events::<Value>(request),
+            self.client.request_events::<P>(request),
         );
         let events = match started.await {
             Ok(Ok(events)) => {
                 config.connectivity.reachable();
                 events
             }
-            Ok(Err(err)) => return (classify(err), version),
-            Err(_) => return (WatchEnd::Failed(stalled("watch")), version),
+            Ok(Err(err)) => return classify(err),
+            Err(_) => return WatchEnd::Failed(stalled("watch")),
         };
         let mut events = std::pin::pin!(events);
         let mut received = false;
@@ -289,77 +284,35 @@ where
                 Err(_) => {
                     // Restarted at once; a server that is gone shows in the restart's failure.
                     tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
-                    return (WatchEnd::Resume { received }, version);
+                    return WatchEnd::Resume { received };
                 }
-                Ok(None) => return (WatchEnd::Resume { received }, version),
-                Ok(Some(Err(err))) => return (classify(err), version),
+                Ok(None) => return WatchEnd::Resume { received },
+                Ok(Some(Err(err))) if unparsed(&err) => return WatchEnd::Unparsed(err),
+                Ok(Some(Err(err))) => return classify(err),
                 Ok(Some(Ok(event))) => event,
             };
             received = true;
             match event {
                 WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
-                    version = raw_resource_version(&raw).unwrap_or(version);
-                    if let Some((obj, json)) = self.decode(raw) {
+                    if let Some((obj, json)) = raw.decode(&self.decoder) {
+                        note_version(latest, &obj);
                         self.fan_out.apply(obj, json);
                     }
                 }
                 WatchEvent::Deleted(raw) => {
-                    version = raw_resource_version(&raw).unwrap_or(version);
-                    if let Some((obj, _)) = self.decode(raw) {
+                    if let Some((obj, _)) = raw.decode(&self.decoder) {
+                        note_version(latest, &obj);
                         self.fan_out.delete(obj);
                     }
                 }
-                WatchEvent::Bookmark(bookmark) => version = bookmark.metadata.resource_version,
-                WatchEvent::Error(status) if status.code == 410 => {
-                    return (WatchEnd::Gone, version);
+                WatchEvent::Bookmark(bookmark) => {
+                    *latest = Latest::Text(bookmark.metadata.resource_version.into());
                 }
-                WatchEvent::Error(status) => {
-                    return (WatchEnd::Failed(kube::Error::Api(status)), version);
-                }
+                WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
+                WatchEvent::Error(status) => return WatchEnd::Failed(kube::Error::Api(status)),
             }
-            self.progress.set_resource_version(&version);
+            self.progress.publish(latest);
         }
-    }
-
-    /// Decodes one object on its own, with the JSON a compact store keeps of it (`None` for a
-    /// default store); one that does not fit `K` is skipped, logged and counted.
-    ///
-    /// `managedFields` are dropped from the value before decoding when they are stripped, and
-    /// the value is decoded by move, so its strings become the object's without a copy.
-    fn decode(&self, mut raw: Value) -> Option<(Arc<K>, Option<Vec<u8>>)> {
-        let config = &self.config;
-        let json = prepare_raw(
-            &mut raw,
-            config.strip_managed_fields,
-            config.compact_hot.is_some(),
-        );
-        // Kept for the warning only: the value itself is consumed by the decode.
-        let identity = Identity::of(&raw);
-        match K::deserialize(raw) {
-            Ok(obj) => Some((self.prepare(obj), json)),
-            Err(err) => {
-                self.skip(&identity, &err);
-                None
-            }
-        }
-    }
-
-    /// Strips `managedFields` (if configured) and applies the transforms.
-    fn prepare(&self, mut obj: K) -> Arc<K> {
-        self.transforms.apply(&mut obj);
-        Arc::new(obj)
-    }
-
-    /// Counts and logs an object that does not decode.
-    fn skip(&self, identity: &Identity, err: &serde_json::Error) {
-        Stats::count(&self.progress.stats.decode_failures);
-        tracing::warn!(
-            url = self.request.url_path,
-            namespace = identity.namespace,
-            name = identity.name,
-            error = %err,
-            "skipping an object that does not decode"
-        );
     }
 }
 
@@ -385,39 +338,6 @@ impl Drop for Fetch {
     }
 }
 
-/// Namespace and name of an object, for a warning about it.
-struct Identity {
-    namespace: String,
-    name: String,
-}
-
-impl Identity {
-    fn of(raw: &Value) -> Self {
-        let meta = raw.get("metadata");
-        let field = |name: &str| {
-            meta.and_then(|m| m.get(name))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        Self {
-            namespace: field("namespace"),
-            name: field("name"),
-        }
-    }
-}
-
-/// Drops `metadata.managedFields` from `raw` if they are stripped; returns the compact JSON a
-/// compact store keeps of it (`None` for a default store).
-fn prepare_raw(raw: &mut Value, strip_managed_fields: bool, compact: bool) -> Option<Vec<u8>> {
-    if strip_managed_fields
-        && let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.remove("managedFields");
-    }
-    compact.then(|| serde_json::to_vec(raw).ok()).flatten()
-}
-
 /// A list page or watch response that did not arrive within the idle timeout, as the client's
 /// own error type.
 fn stalled(request: &str) -> kube::Error {
@@ -427,10 +347,21 @@ fn stalled(request: &str) -> kube::Error {
     ))
 }
 
-fn raw_resource_version(raw: &Value) -> Option<String> {
-    raw.pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+/// Makes `obj` the source of the latest version, if it has one.
+fn note_version<K: Resource + Send + Sync + 'static>(latest: &mut Latest, obj: &Arc<K>) {
+    if obj.meta().resource_version.is_some() {
+        *latest = Latest::Object(Arc::clone(obj) as Arc<dyn super::progress::Versioned>);
+    }
+}
+
+/// Whether a failed item of a watch stream is a line that did not parse as a watch event (the
+/// client then reads it as a `Status` if it can, which any JSON object without a code is).
+fn unparsed(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::SerdeError(_) => true,
+        kube::Error::Api(status) => status.code == 0,
+        _ => false,
+    }
 }
 
 fn classify(err: kube::Error) -> WatchEnd {
@@ -446,43 +377,4 @@ fn next_delay(
     delays
         .next()
         .unwrap_or_else(|| std::time::Duration::from_secs(30))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn raw() -> Value {
-        json!({
-            "metadata": {
-                "name": "a",
-                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]
-            },
-            "data": {"k": "v"}
-        })
-    }
-
-    #[test]
-    fn the_json_a_compact_store_keeps_leaves_out_managed_fields_only_when_they_are_stripped()
-    -> anyhow::Result<()> {
-        let mut stripped = raw();
-        let json = prepare_raw(&mut stripped, true, true).unwrap_or_default();
-        let expected = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
-        assert_eq!(serde_json::from_slice::<Value>(&json)?, expected);
-        assert_eq!(
-            stripped, expected,
-            "the value decoded afterwards is stripped too"
-        );
-        let mut kept = raw();
-        let json = prepare_raw(&mut kept, false, true).unwrap_or_default();
-        assert_eq!(serde_json::from_slice::<Value>(&json)?, raw());
-        assert_eq!(
-            prepare_raw(&mut raw(), true, false),
-            None,
-            "a default store keeps no JSON"
-        );
-        Ok(())
-    }
 }

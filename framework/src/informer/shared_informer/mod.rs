@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::fan_out::FanOut;
 use super::listener::Listener;
-use super::reflector::{Progress, Reflector};
+use super::progress::Progress;
+use super::reflector::Reflector;
 use super::synced::Synced;
 use super::transforms::Transforms;
 use super::{Config, Error, EventHandler, Registration, Result, Stats};
@@ -188,7 +189,17 @@ where
         handler: impl EventHandler<K>,
         resync: Option<Duration>,
     ) -> Registration<K> {
-        let listener = Arc::new(Listener::new(Box::new(handler), resync));
+        self.add_listener(Listener::new(Box::new(handler), resync))
+    }
+
+    /// Adds one of the framework's own handlers, called on the reflector's task as each change
+    /// is stored (see [`Listener::inline`]): it must not block, nor call back into this informer.
+    pub(crate) fn add_inline_handler(&self, handler: impl EventHandler<K>) -> Registration<K> {
+        self.add_listener(Listener::inline(Box::new(handler), self.inner.resync))
+    }
+
+    fn add_listener(&self, listener: Listener<K>) -> Registration<K> {
+        let listener = Arc::new(listener);
         // Lock order: tasks, then the fan-out's handlers (as in `start`), so a concurrent
         // start cannot spawn this listener a second time.
         let mut tasks = self.inner.tasks.lock();
@@ -292,7 +303,7 @@ where
     }
 
     fn spawn_listener(&self, listener: &Arc<Listener<K>>) -> Vec<JoinHandle<()>> {
-        let mut handles = vec![listener.spawn()];
+        let mut handles: Vec<_> = listener.spawn().into_iter().collect();
         if let Some(period) = listener.resync_period() {
             let fan_out = Arc::clone(&self.inner.fan_out);
             let listener = Arc::clone(listener);

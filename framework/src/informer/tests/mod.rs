@@ -2,3 +2,4 @@
 
 mod relist;
 mod traps;
+mod wire;

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Interval, Sleep};
 
 use super::state::State;
-use super::watch::event_line;
+use super::watch::{event_line, text};
 
 /// The body of a response from [`FakeApiServer`](super::FakeApiServer).
 #[derive(Debug)]
@@ -90,7 +90,10 @@ impl http_body::Body for ResponseBody {
                 "kind": bookmarks.kind,
                 "metadata": { "resourceVersion": state.revision().to_string() },
             });
-            return Poll::Ready(Some(Ok(Frame::data(event_line("BOOKMARK", &object)))));
+            return Poll::Ready(Some(Ok(Frame::data(event_line(
+                "BOOKMARK",
+                &text(&object),
+            )))));
         }
         Poll::Pending
     }

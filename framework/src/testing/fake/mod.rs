@@ -166,6 +166,14 @@ impl FakeApiServer {
         self
     }
 
+    /// Writes each watch event's object before its type, unlike the real server.
+    #[cfg(test)]
+    #[must_use]
+    pub(crate) fn with_objects_before_types(self) -> Self {
+        self.state.lock().objects_before_types = true;
+        self
+    }
+
     /// Serves a built-in kind, such as `ConfigMap` or `Deployment`.
     ///
     /// Whether the kind has a status subresource and a generation follows the real API.

@@ -18,7 +18,7 @@ use super::route::Route;
 use super::selector::Selector;
 use super::state::{State, Target};
 use super::status::Failure;
-use super::watch::event_line;
+use super::watch::{event_line, text};
 
 /// How long a watch lasts when the client gives no `timeoutSeconds`.
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -292,7 +292,7 @@ fn watch(
     };
     if let Err(failure) = opened {
         // Like the real server: the watch opens, then carries one ERROR event and ends.
-        let _ = sender.send(event_line("ERROR", &failure.to_json()));
+        let _ = sender.send(event_line("ERROR", &text(&failure.to_json())));
     }
     let period = guard.bookmark_interval;
     drop(guard);

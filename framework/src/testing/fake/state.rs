@@ -15,7 +15,7 @@ use super::object::{
 };
 use super::selector::Selector;
 use super::status::Failure;
-use super::watch::{Event, EventType, Watcher, event_line};
+use super::watch::{Event, EventType, Watcher, text};
 
 /// Where an update goes: the main endpoint or the `/status` subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub(crate) faults: Vec<Fault>,
     pub(crate) gone_next_watch: bool,
     pub(crate) bookmark_interval: std::time::Duration,
+    /// Watches write each event's object before its type.
+    pub(crate) objects_before_types: bool,
     seed: u64,
     /// The last configuration each server-side apply manager applied, by object uid.
     applied: HashMap<String, BTreeMap<String, Value>>,
@@ -64,6 +66,7 @@ impl State {
             faults: Vec::new(),
             gone_next_watch: false,
             bookmark_interval: std::time::Duration::from_secs(1),
+            objects_before_types: false,
             seed,
             applied: HashMap::new(),
         }
@@ -197,6 +200,7 @@ impl State {
             namespace: namespace.map(str::to_owned),
             selector,
             sender,
+            object_first: self.objects_before_types,
         };
         match from {
             None | Some(0) => {
@@ -206,7 +210,7 @@ impl State {
                     .filter(|((r, _, _), object)| *r == watcher.resource && watcher.wants(object));
                 for (_, object) in current {
                     // A closed receiver is noticed and dropped at the next event.
-                    let _ = watcher.sender.send(event_line("ADDED", object));
+                    let _ = watcher.sender.send(watcher.line("ADDED", &text(object)));
                 }
             }
             Some(revision) if revision < self.compacted => {
@@ -253,6 +257,7 @@ impl State {
             revision: self.revision,
             resource,
             kind,
+            text: text(&object),
             object,
             old,
         };

@@ -1,7 +1,7 @@
 //! Delivers changes to open watches as the real server does.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::selector::Selector;
@@ -21,6 +21,8 @@ pub(crate) struct Event {
     pub(crate) resource: String,
     pub(crate) kind: EventType,
     pub(crate) object: Value,
+    /// `object` as JSON, written once and shared by every watch that sends it.
+    pub(crate) text: Bytes,
     pub(crate) old: Option<Value>,
 }
 
@@ -31,16 +33,39 @@ pub(crate) struct Watcher {
     pub(crate) namespace: Option<String>,
     pub(crate) selector: Selector,
     pub(crate) sender: UnboundedSender<Bytes>,
+    /// Writes each event's object before its type (a server unlike the real one).
+    pub(crate) object_first: bool,
 }
 
-/// The line a watch sends for one event.
-pub(crate) fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = json!({ "type": kind, "object": object }).to_string();
-    line.push('\n');
+/// `object` as JSON.
+pub(crate) fn text(object: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(object).unwrap_or_default())
+}
+
+/// The line a watch sends for one event: its type before its object, as the real server
+/// writes it (clients may rely on that order to keep the object's text as it is).
+pub(crate) fn event_line(kind: &str, text: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(text.len() + 32);
+    line.extend_from_slice(br#"{"type":""#);
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(br#"","object":"#);
+    line.extend_from_slice(text);
+    line.extend_from_slice(b"}\n");
     Bytes::from(line)
 }
 
 impl Watcher {
+    /// The line this watch sends for one event.
+    pub(crate) fn line(&self, kind: &str, text: &[u8]) -> Bytes {
+        if !self.object_first {
+            return event_line(kind, text);
+        }
+        let mut line = br#"{"object":"#.to_vec();
+        line.extend_from_slice(text);
+        line.extend_from_slice(format!(",\"type\":\"{kind}\"}}\n").as_bytes());
+        Bytes::from(line)
+    }
+
     pub(crate) fn wants(&self, object: &Value) -> bool {
         let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
         self.namespace
@@ -63,6 +88,6 @@ impl Watcher {
             (EventType::Modified, true, false) | (EventType::Deleted, _, true) => "DELETED",
             _ => return !self.sender.is_closed(),
         };
-        self.sender.send(event_line(kind, &event.object)).is_ok()
+        self.sender.send(self.line(kind, &event.text)).is_ok()
     }
 }

@@ -1,0 +1,226 @@
+//! Turns a listed or watched object's JSON into `K`: stripped, transformed, or skipped and counted.
+
+use std::sync::Arc;
+
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::transforms::Transforms;
+use super::{Config, Stats};
+
+/// Decodes objects for one reflector.
+pub(crate) struct Decoder<K> {
+    url: String,
+    strip_managed_fields: bool,
+    /// A compact store keeps each object's (stripped) JSON beside it.
+    compact: bool,
+    transforms: Arc<Transforms<K>>,
+    stats: Arc<Stats>,
+}
+
+/// A decoded object, with the JSON a compact store keeps of it (`None` for a default store).
+pub(crate) type Decoded<K> = (Arc<K>, Option<Vec<u8>>);
+
+/// A watch event's object as it arrives off the wire.
+pub(crate) trait Payload: DeserializeOwned + Clone + Send + 'static {
+    /// Decodes it into `K`; `None` for one that does not fit (logged and counted).
+    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
+    where
+        K: Resource + DeserializeOwned;
+}
+
+/// The object's text: decoded straight into `K`, without an untyped value between.
+impl Payload for Box<RawValue> {
+    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
+    where
+        K: Resource + DeserializeOwned,
+    {
+        if decoder.compact {
+            return decoder.decode(serde_json::from_str(self.get()).unwrap_or_default());
+        }
+        match serde_json::from_str::<K>(self.get()) {
+            Ok(obj) => Some((decoder.prepare(obj), None)),
+            Err(err) => {
+                let value = serde_json::from_str(self.get()).unwrap_or_default();
+                decoder.skip(&Identity::of(&value), &err);
+                None
+            }
+        }
+    }
+}
+
+/// An untyped tree, from a server that writes an event's object before its type.
+impl Payload for Value {
+    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
+    where
+        K: Resource + DeserializeOwned,
+    {
+        decoder.decode(self)
+    }
+}
+
+impl<K: Resource + DeserializeOwned> Decoder<K> {
+    pub(crate) fn new(
+        url: &str,
+        config: &Config,
+        transforms: Arc<Transforms<K>>,
+        stats: Arc<Stats>,
+    ) -> Self {
+        Self {
+            url: url.to_owned(),
+            strip_managed_fields: config.strip_managed_fields,
+            compact: config.compact_hot.is_some(),
+            transforms,
+            stats,
+        }
+    }
+
+    /// Decodes one object from an untyped value.
+    ///
+    /// `managedFields` are dropped from the value before decoding when they are stripped, and
+    /// the value is decoded by move, so its strings become the object's without a copy; and,
+    /// unlike decoding from text, every list in the object is sized exactly.
+    pub(crate) fn decode(&self, mut raw: Value) -> Option<Decoded<K>> {
+        let json = prepare_raw(&mut raw, self.strip_managed_fields, self.compact);
+        // Kept for the warning only: the value itself is consumed by the decode.
+        let identity = Identity::of(&raw);
+        match K::deserialize(raw) {
+            Ok(obj) => Some((self.prepare(obj), json)),
+            Err(err) => {
+                self.skip(&identity, &err);
+                None
+            }
+        }
+    }
+
+    /// Strips `managedFields` (if configured) and applies the transforms.
+    fn prepare(&self, mut obj: K) -> Arc<K> {
+        self.transforms.apply(&mut obj);
+        Arc::new(obj)
+    }
+
+    /// Counts and logs an object that does not decode.
+    fn skip(&self, identity: &Identity, err: &serde_json::Error) {
+        Stats::count(&self.stats.decode_failures);
+        tracing::warn!(
+            url = self.url,
+            namespace = identity.namespace,
+            name = identity.name,
+            error = %err,
+            "skipping an object that does not decode"
+        );
+    }
+}
+
+/// Namespace and name of an object, for a warning about it.
+struct Identity {
+    namespace: String,
+    name: String,
+}
+
+impl Identity {
+    fn of(raw: &Value) -> Self {
+        let meta = raw.get("metadata");
+        let field = |name: &str| {
+            meta.and_then(|m| m.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Self {
+            namespace: field("namespace"),
+            name: field("name"),
+        }
+    }
+}
+
+/// Drops `metadata.managedFields` from `raw` if they are stripped; returns the compact JSON a
+/// compact store keeps of it (`None` for a default store).
+fn prepare_raw(raw: &mut Value, strip_managed_fields: bool, compact: bool) -> Option<Vec<u8>> {
+    if strip_managed_fields
+        && let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("managedFields");
+    }
+    compact.then(|| serde_json::to_vec(raw).ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw() -> Value {
+        json!({
+            "metadata": {
+                "name": "a",
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]
+            },
+            "data": {"k": "v"}
+        })
+    }
+
+    fn decoder(strip: bool, stats: &Arc<Stats>) -> Decoder<ConfigMap> {
+        let config = Config::default().strip_managed_fields(strip);
+        let transforms = Arc::new(Transforms::new(strip));
+        Decoder::new("/cms", &config, transforms, Arc::clone(stats))
+    }
+
+    #[test]
+    fn the_json_a_compact_store_keeps_leaves_out_managed_fields_only_when_they_are_stripped()
+    -> anyhow::Result<()> {
+        let mut stripped = raw();
+        let json = prepare_raw(&mut stripped, true, true).unwrap_or_default();
+        let expected = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        assert_eq!(serde_json::from_slice::<Value>(&json)?, expected);
+        assert_eq!(
+            stripped, expected,
+            "the value decoded afterwards is stripped too"
+        );
+        let mut kept = raw();
+        let json = prepare_raw(&mut kept, false, true).unwrap_or_default();
+        assert_eq!(serde_json::from_slice::<Value>(&json)?, raw());
+        assert_eq!(
+            prepare_raw(&mut raw(), true, false),
+            None,
+            "a default store keeps no JSON"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn text_and_trees_decode_alike_and_managed_fields_go_only_when_stripped() -> anyhow::Result<()>
+    {
+        for strip in [true, false] {
+            let decoder = decoder(strip, &Arc::default());
+            let text = RawValue::from_string(raw().to_string())?;
+            let (from_text, _) = text.decode(&decoder).expect("decodes");
+            let (from_tree, _) = raw().decode(&decoder).expect("decodes");
+            assert_eq!(from_text, from_tree);
+            assert_eq!(from_text.metadata.managed_fields.is_none(), strip);
+            assert_eq!(
+                from_text
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("k"))
+                    .map(String::as_str),
+                Some("v")
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_object_that_does_not_fit_is_skipped_and_counted() -> anyhow::Result<()> {
+        let stats = Arc::new(Stats::default());
+        let decoder = decoder(true, &stats);
+        let text = RawValue::from_string(r#"{"metadata":{"name":"a"},"data":7}"#.to_owned())?;
+        assert!(text.decode(&decoder).is_none());
+        assert_eq!(stats.decode_failures(), 1);
+        Ok(())
+    }
+}

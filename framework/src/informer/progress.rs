@@ -1,0 +1,110 @@
+//! How far a reflector got: synced or not, the latest resourceVersion, its request counters.
+
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use super::Stats;
+
+/// Written by the reflector, read by the informer.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    synced: watch::Sender<bool>,
+    latest: Mutex<Option<Latest>>,
+    stats: Arc<Stats>,
+}
+
+/// Where the latest resourceVersion is: a list's or bookmark's text, or the newest object a
+/// watch delivered, kept by reference so that publishing it per event allocates nothing.
+#[derive(Clone)]
+pub(crate) enum Latest {
+    Text(Arc<str>),
+    Object(Arc<dyn Versioned>),
+}
+
+/// An object whose resourceVersion can be read later.
+pub(crate) trait Versioned: Send + Sync {
+    fn version(&self) -> Option<&str>;
+}
+
+impl<K: Resource + Send + Sync> Versioned for K {
+    fn version(&self) -> Option<&str> {
+        self.meta().resource_version.as_deref()
+    }
+}
+
+impl Latest {
+    /// The version as text; an object without one reads as empty (watch from now).
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Self::Text(text) => text.to_string(),
+            Self::Object(obj) => obj.version().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Latest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl Progress {
+    /// Whether the first complete list is stored.
+    pub(crate) fn has_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Tells when the first complete list is stored.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    /// The resourceVersion of the latest list, event or bookmark.
+    pub(crate) fn resource_version(&self) -> Option<String> {
+        self.latest.lock().as_ref().map(Latest::text)
+    }
+
+    /// The request counters.
+    pub(crate) fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// Publishes the latest version (a reference count, never a copy of the text).
+    pub(crate) fn publish(&self, latest: &Latest) {
+        *self.latest.lock() = Some(latest.clone());
+    }
+
+    /// Marks the first complete list stored.
+    pub(crate) fn synced_now(&self) {
+        self.synced.send_replace(true);
+        self.stats.synced_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    #[test]
+    fn the_published_version_is_the_latest_text_or_object() {
+        let progress = Progress::default();
+        assert_eq!(progress.resource_version(), None);
+        progress.publish(&Latest::Text("7".into()));
+        assert_eq!(progress.resource_version().as_deref(), Some("7"));
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                resource_version: Some("9".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        progress.publish(&Latest::Object(Arc::new(cm)));
+        assert_eq!(progress.resource_version().as_deref(), Some("9"));
+    }
+}
