@@ -16,10 +16,10 @@ pub(super) fn decode() -> Option<Duration> {
     let lines: Vec<Vec<u8>> = (0..fast())
         .map(|i| {
             let stored = fake.seed(&config_map(format!("fast-{i}"))).ok()?;
-            let mut line =
-                serde_json::to_vec(&serde_json::json!({ "type": "ADDED", "object": stored }))
-                    .ok()?;
-            line.push(b'\n');
+            // As the fake (and the real server) writes it: the type first.
+            let mut line = br#"{"type":"ADDED","object":"#.to_vec();
+            line.extend(serde_json::to_vec(&stored).ok()?);
+            line.extend(b"}\n");
             Some(line)
         })
         .collect::<Option<_>>()?;

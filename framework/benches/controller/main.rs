@@ -4,7 +4,8 @@
 //! or 8 slots for the fast work (concurrency `parked` + 1 or + 8), for kubeward's `Controller`
 //! and kube-runtime's on the same in-memory fake API server and runtime:
 //! - [`watch`]: `FAST` ConfigMaps created at once, each reconciled from its watch event: the
-//!   fake's JSON and both sides' event decoding are in the figures.
+//!   objects are made while the watch is paused, so the figures hold both sides' event
+//!   decoding but not the fake's writing of the objects.
 //! - [`keys`]: `FAST` keys of cached ConfigMaps sent on a stream (`reconcile_on` on both sides):
 //!   only the controller machinery — queue, workers, cache read, the reconcile call.
 //!

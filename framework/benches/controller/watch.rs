@@ -1,11 +1,12 @@
-//! Each fast reconcile comes from the watch event of a freshly created ConfigMap.
+//! Each fast reconcile comes from the watch event of a freshly created ConfigMap; the objects
+//! are made while the watch is paused, and the clock runs from its resumption.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kubeward::testing::FakeApiServer;
 
-use super::{Load, Stop, fake_with, fast, seed, slots, start_ours, start_theirs};
+use super::{Load, Stop, TIMEOUT, fake_with, fast, seed, slots, start_ours, start_theirs};
 
 /// Parks `parked` reconciles, then times `FAST` fresh ones; `start` runs the controller.
 async fn measure(
@@ -16,15 +17,27 @@ async fn measure(
     let load = Load::new(parked, fast());
     let stop = start(&fake, Arc::clone(&load));
     let elapsed = match load.parked_in_flight().await {
-        Some(()) => {
-            load.time_until(fast(), || seed(&fake, "fast", fast()))
-                .await
+        // The fast objects are made while the watch is held back, before the clock starts.
+        Some(()) if watching(&fake).await => {
+            fake.pause_watches();
+            seed(&fake, "fast", fast());
+            load.time_until(fast(), || fake.resume_watches()).await
         }
-        None => None,
+        _ => None,
     };
     load.release.cancel();
     stop();
     elapsed
+}
+
+/// Waits until the controller's watch is open; `false` if it does not open in time.
+async fn watching(fake: &FakeApiServer) -> bool {
+    kubeward::testing::wait_for(TIMEOUT, "the controller's watch", || {
+        let open = fake.open_watches() > 0;
+        async move { open.then_some(()) }
+    })
+    .await
+    .is_ok()
 }
 
 pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<Duration> {

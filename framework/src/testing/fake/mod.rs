@@ -278,6 +278,25 @@ impl FakeApiServer {
         });
     }
 
+    /// Holds back every change from the watches open now (one opened during the pause is sent
+    /// what happened before it opened, as usual): a benchmark makes its changes before its
+    /// clock starts.
+    pub fn pause_watches(&self) {
+        self.state.lock().pause_watches();
+    }
+
+    /// Sends the open watches every change held back since [`pause_watches`](Self::pause_watches),
+    /// in order, at once.
+    pub fn resume_watches(&self) {
+        self.state.lock().resume_watches();
+    }
+
+    /// How many watches are open (closed ones are noticed at the next change).
+    #[must_use]
+    pub fn open_watches(&self) -> usize {
+        self.state.lock().open_watches()
+    }
+
     /// Ends every open watch, as a dropped connection would.
     pub fn drop_watches(&self) {
         self.state.lock().drop_watches();

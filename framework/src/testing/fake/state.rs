@@ -48,6 +48,8 @@ pub(crate) struct State {
     pub(crate) bookmark_interval: std::time::Duration,
     /// Watches write each event's object before its type.
     pub(crate) objects_before_types: bool,
+    /// Changes made while watches are paused, in order, sent when they resume.
+    held: Option<Vec<Event>>,
     seed: u64,
     /// The last configuration each server-side apply manager applied, by object uid.
     applied: HashMap<String, BTreeMap<String, Value>>,
@@ -67,6 +69,7 @@ impl State {
             gone_next_watch: false,
             bookmark_interval: std::time::Duration::from_secs(1),
             objects_before_types: false,
+            held: None,
             seed,
             applied: HashMap::new(),
         }
@@ -201,6 +204,7 @@ impl State {
             selector,
             sender,
             object_first: self.objects_before_types,
+            opened_at: self.revision,
         };
         match from {
             None | Some(0) => {
@@ -233,6 +237,27 @@ impl State {
         Ok(())
     }
 
+    /// Holds back every change from open watches until [`resume_watches`](Self::resume_watches).
+    pub(crate) fn pause_watches(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Sends open watches the changes held back since the pause, in order.
+    pub(crate) fn resume_watches(&mut self) {
+        for event in self.held.take().unwrap_or_default() {
+            // A watch opened during the pause was sent the changes up to its opening then.
+            self.watchers
+                .retain(|watcher| event.revision <= watcher.opened_at || watcher.deliver(&event));
+        }
+    }
+
+    pub(crate) fn open_watches(&self) -> usize {
+        self.watchers
+            .iter()
+            .filter(|w| !w.sender.is_closed())
+            .count()
+    }
+
     /// Ends every open watch.
     pub(crate) fn drop_watches(&mut self) {
         self.watchers.clear();
@@ -261,7 +286,10 @@ impl State {
             object,
             old,
         };
-        self.watchers.retain(|watcher| watcher.deliver(&event));
+        match &mut self.held {
+            Some(held) => held.push(event.clone()),
+            None => self.watchers.retain(|watcher| watcher.deliver(&event)),
+        }
         self.history.push_back(event);
         while self.history.len() > self.history_limit {
             if let Some(forgotten) = self.history.pop_front() {

@@ -35,6 +35,8 @@ pub(crate) struct Watcher {
     pub(crate) sender: UnboundedSender<Bytes>,
     /// Writes each event's object before its type (a server unlike the real one).
     pub(crate) object_first: bool,
+    /// The revision when it opened: it was sent every change up to it.
+    pub(crate) opened_at: u64,
 }
 
 /// `object` as JSON.

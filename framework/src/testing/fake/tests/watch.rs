@@ -259,3 +259,36 @@ fn the_fake_and_its_futures_can_be_shared_across_tasks() {
     let request = http::Request::new(kube::client::Body::empty());
     sendable(&tower_service::Service::call(&mut fake, request));
 }
+
+#[tokio::test]
+async fn paused_watches_get_the_held_changes_in_order_on_resume_and_a_watch_opened_meanwhile_gets_none_twice()
+ {
+    let fake = fake();
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    let params = WatchParams::default().disable_bookmarks();
+    let mut before = configmaps.watch(&params, "0").await.unwrap().boxed();
+    fake.pause_watches();
+    for name in ["a", "b"] {
+        configmaps
+            .create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .unwrap();
+    }
+    // Absence can only be shown by waiting a while: nothing may arrive during the pause.
+    let early = tokio::time::timeout(Duration::from_millis(300), next_event(&mut before)).await;
+    assert!(
+        early.is_err(),
+        "a change arrived during the pause: {early:?}"
+    );
+    let mut meanwhile = configmaps.watch(&params, "0").await.unwrap().boxed();
+    fake.resume_watches();
+    configmaps
+        .create(&PostParams::default(), &config_map("c", &[]))
+        .await
+        .unwrap();
+    for events in [&mut before, &mut meanwhile] {
+        for name in ["a", "b", "c"] {
+            assert_eq!(next_event(events).await, ("ADDED".into(), name.into()));
+        }
+    }
+}
