@@ -163,6 +163,10 @@ impl<K: Watchable> Controller<K> {
 
     /// Filters updates of `K` (adds and deletes always pass). Combine predicates with
     /// [`Predicate::and`] / [`Predicate::or`].
+    ///
+    /// A predicate runs on the informer's task as each change is cached, before the key is
+    /// queued: keep it a quick comparison of the two states, never I/O or a lock held elsewhere,
+    /// or it delays every handler of the informer.
     pub fn predicate(mut self, predicate: Predicate<K>) -> Self {
         self.predicate = Some(predicate);
         self

@@ -36,7 +36,8 @@ impl<K> fmt::Debug for Predicate<K> {
 }
 
 impl<K: Resource + 'static> Predicate<K> {
-    /// A predicate from a function of the old and new state.
+    /// A predicate from a function of the old and new state. It runs on the informer's task
+    /// as each change is cached: a quick comparison, never I/O.
     pub fn new(test: impl Fn(&K, &K) -> bool + Send + Sync + 'static) -> Self {
         Self {
             test: Arc::new(test),
