@@ -100,7 +100,8 @@ pub mod prelude {
 ///
 /// It goes on the spec struct next to kube's `CustomResource` and reads `#[kube(kind, status,
 /// ...)]`, the struct's doc comment and `#[controller(...)]`: `reconciler = Type` (required),
-/// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"` (the
+/// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, their metadata-only forms
+/// `owns_metadata(Type, ...)` and `watches_metadata(Type = mapper_fn, ...)`, `finalizer = "domain/name"` (the
 /// reconciler then implements [`Cleanup`](controller::Cleanup)), `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
 /// `::kubeward`). For the kind it generates:
 ///

@@ -19,11 +19,21 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let owns = c
         .owns
         .iter()
-        .map(|ty| quote_spanned!(ty.span()=> .owns::<#ty>()));
+        .map(|ty| quote_spanned!(ty.span()=> .owns::<#ty>()))
+        .chain(
+            c.owns_metadata
+                .iter()
+                .map(|ty| quote_spanned!(ty.span()=> .owns_metadata::<#ty>())),
+        );
     let watches = c
         .watches
         .iter()
-        .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches::<#ty>(#mapper)));
+        .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches::<#ty>(#mapper)))
+        .chain(
+            c.watches_metadata
+                .iter()
+                .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches_metadata::<#ty>(#mapper))),
+        );
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
@@ -38,14 +48,18 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let status = c.status;
     // `update` on `<plural>/finalizers`: for the finalizer, and for the `blockOwnerDeletion` of
     // the owner references `ctx.apply` sets on owned objects.
-    let needs_finalizers = c.finalizer.is_some() || !c.owns.is_empty();
+    let needs_finalizers =
+        c.finalizer.is_some() || !c.owns.is_empty() || !c.owns_metadata.is_empty();
+    // Metadata-only caching needs the same verbs: the owned objects are still written in full.
     let owned_rules = c
         .owns
         .iter()
+        .chain(&c.owns_metadata)
         .map(|ty| quote_spanned!(ty.span()=> .owned::<#ty>()));
     let watched_rules = c
         .watches
         .iter()
+        .chain(&c.watches_metadata)
         .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
     let description = doc_comment(&c.docs);
     quote! {

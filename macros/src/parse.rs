@@ -8,7 +8,9 @@ use syn::{DeriveInput, Expr, Ident, LitInt, LitStr, Path, Token};
 pub(crate) const KEYS: &[&str] = &[
     "reconciler",
     "owns",
+    "owns_metadata",
     "watches",
+    "watches_metadata",
     "finalizer",
     "concurrency",
     "predicate",
@@ -47,7 +49,9 @@ pub(crate) struct Kube {
 pub(crate) struct ControllerAttr {
     pub(crate) reconciler: Option<Path>,
     pub(crate) owns: Vec<Path>,
+    pub(crate) owns_metadata: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
+    pub(crate) watches_metadata: Vec<(Path, Expr)>,
     pub(crate) finalizer: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) predicate: Option<Expr>,
@@ -130,17 +134,27 @@ fn read_controller_key(
     };
     let duplicate = match key.to_string().as_str() {
         "reconciler" => c.reconciler.replace(meta.value()?.parse()?).is_some(),
-        "owns" => {
+        "owns" | "owns_metadata" => {
+            let owns = if key == "owns" {
+                &mut c.owns
+            } else {
+                &mut c.owns_metadata
+            };
             meta.parse_nested_meta(|inner| {
-                c.owns.push(inner.path.clone());
+                owns.push(inner.path.clone());
                 Ok(())
             })?;
             false
         }
-        "watches" => {
+        "watches" | "watches_metadata" => {
+            let watches = if key == "watches" {
+                &mut c.watches
+            } else {
+                &mut c.watches_metadata
+            };
             meta.parse_nested_meta(|inner| {
                 let mapper: Expr = inner.value()?.parse()?;
-                c.watches.push((inner.path.clone(), mapper));
+                watches.push((inner.path.clone(), mapper));
                 Ok(())
             })?;
             false

@@ -15,7 +15,11 @@ pub(crate) struct Checked {
     pub(crate) krate: Path,
     pub(crate) reconciler: Path,
     pub(crate) owns: Vec<Path>,
+    /// Owned kinds cached as metadata only.
+    pub(crate) owns_metadata: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
+    /// Watched kinds cached as metadata only, with their mappers.
+    pub(crate) watches_metadata: Vec<(Path, Expr)>,
     /// The finalizer, as written (its span is where a missing `Cleanup` is reported).
     pub(crate) finalizer: Option<syn::LitStr>,
     pub(crate) concurrency: Option<u16>,
@@ -91,7 +95,9 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             krate,
             reconciler,
             owns: c.owns,
+            owns_metadata: c.owns_metadata,
             watches: c.watches,
+            watches_metadata: c.watches_metadata,
             finalizer,
             concurrency,
             predicate: c.predicate,

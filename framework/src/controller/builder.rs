@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _};
+use kube::core::PartialObjectMeta;
 
 use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
@@ -179,6 +180,16 @@ impl<K: Watchable> Controller<K> {
         self
     }
 
+    /// As [`owns`](Self::owns), caching only the metadata of `C` (controller-runtime's
+    /// `OnlyMetadata`): the owner and generation of an owned Secret or large ConfigMap without
+    /// its body. Controllers owning the same kind this way share one metadata informer of it.
+    pub fn owns_metadata<C: Watchable>(self) -> Self
+    where
+        PartialObjectMeta<C>: Watchable,
+    {
+        self.owns::<PartialObjectMeta<C>>()
+    }
+
     /// Reconciles the objects of `K` that `mapper` names whenever an object of `W` changes.
     pub fn watches<W: Watchable>(
         mut self,
@@ -186,6 +197,18 @@ impl<K: Watchable> Controller<K> {
     ) -> Self {
         self.triggers.push(watch_trigger::<W>(mapper));
         self
+    }
+
+    /// As [`watches`](Self::watches), caching only the metadata of `W`: `mapper` reads its
+    /// names, labels, annotations and owners.
+    pub fn watches_metadata<W: Watchable>(
+        self,
+        mapper: impl Fn(&PartialObjectMeta<W>) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self
+    where
+        PartialObjectMeta<W>: Watchable,
+    {
+        self.watches::<PartialObjectMeta<W>>(mapper)
     }
 
     /// Reconciles every key `keys` yields, from outside the informers: a timer, a webhook, another

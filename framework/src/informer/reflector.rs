@@ -43,8 +43,9 @@ pub(crate) struct Reflector<K> {
 struct RawList {
     #[serde(default)]
     metadata: ListMeta,
+    /// `null` when empty, in a list of `PartialObjectMetadata`.
     #[serde(default)]
-    items: Vec<Box<RawValue>>,
+    items: Option<Vec<Box<RawValue>>>,
 }
 
 /// Why a watch ended.
@@ -172,7 +173,7 @@ where
                 }
                 None => None,
             };
-            for item in page.items {
+            for item in page.items.unwrap_or_default() {
                 // One item at a time as an untyped value: a whole page of them would take ten
                 // times the text's memory, and decoding from a value (unlike from text) sizes
                 // every list in the object exactly. The text is valid JSON by construction.

@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod metadata;
 mod predicates;
 mod watches;
 
