@@ -43,7 +43,7 @@ async fn a_change_to_an_owned_object_cached_as_metadata_reconciles_its_owner_and
     let running = Running::start(manager);
     seen.reconciled_times("owner", 1).await?;
 
-    let owned = Secret {
+    let secret = Secret {
         metadata: ObjectMeta {
             name: Some("owned".into()),
             owner_references: owner.controller_owner_ref(&()).map(|r| vec![r]),
@@ -52,7 +52,7 @@ async fn a_change_to_an_owned_object_cached_as_metadata_reconciles_its_owner_and
         string_data: Some([("password".to_owned(), "hunter2".to_owned())].into()),
         ..Secret::default()
     };
-    secrets.create(&PostParams::default(), &owned).await?;
+    secrets.create(&PostParams::default(), &secret).await?;
     seen.reconciled_times("owner", 2).await?;
     let relabel = serde_json::json!({ "metadata": { "labels": { "round": "1" } } });
     secrets
