@@ -44,6 +44,24 @@ impl Validator<ConfigMap> for NoForbiddenKey {
     }
 }
 
+/// Refuses to delete a ConfigMap labelled `keep`.
+struct KeepLabelled;
+
+impl Validator<ConfigMap> for KeepLabelled {
+    async fn validate_delete(&self, cm: &ConfigMap, _: &AdmissionRequest<ConfigMap>) -> Verdict {
+        if cm
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("keep"))
+        {
+            Verdict::deny("labelled keep")
+        } else {
+            Verdict::allow()
+        }
+    }
+}
+
 /// Sets `data.size` to `small` when missing.
 struct DefaultSize;
 
@@ -242,4 +260,39 @@ async fn deletes_and_connects_are_admitted_by_a_defaulter_without_a_patch() {
     let review = body(&answer);
     assert_eq!(review["response"]["allowed"], true);
     assert!(review["response"].get("patch").is_none());
+}
+
+#[tokio::test]
+async fn a_delete_is_validated_on_the_old_object() {
+    let mut kept = config_map(json!({}));
+    kept["metadata"]["labels"] = json!({"keep": "yes"});
+    let answer =
+        validate::<ConfigMap, _>(&KeepLabelled, &review("DELETE", Value::Null, kept, false)).await;
+    assert_eq!(
+        body(&answer)["response"]["status"]["message"],
+        "labelled keep"
+    );
+    let answer = validate::<ConfigMap, _>(
+        &KeepLabelled,
+        &review("DELETE", Value::Null, config_map(json!({})), false),
+    )
+    .await;
+    assert_eq!(body(&answer)["response"]["allowed"], true);
+}
+
+#[tokio::test]
+async fn an_update_without_its_old_object_is_refused_not_a_panic() {
+    let answer = validate::<ConfigMap, _>(
+        &NoForbiddenKey,
+        &review("UPDATE", config_map(json!({})), Value::Null, false),
+    )
+    .await;
+    let review = body(&answer);
+    assert_eq!(review["response"]["allowed"], false);
+    assert!(
+        review["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lacks the object")
+    );
 }
