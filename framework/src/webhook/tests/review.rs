@@ -296,3 +296,51 @@ async fn an_update_without_its_old_object_is_refused_not_a_panic() {
             .contains("lacks the object")
     );
 }
+
+mod patch_property {
+    //! The defaulter's patch, applied to the object as it came, gives the defaulted object and
+    //! keeps every field the type does not know.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::super::patch;
+
+    fn data() -> impl Strategy<Value = BTreeMap<String, String>> {
+        prop::collection::btree_map("[a-z]{1,4}", "[a-z0-9]{0,6}", 0..6)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn the_patch_turns_the_raw_object_into_the_defaulted_one_keeping_unknown_fields(
+            before in data(),
+            after in data(),
+            unknown in prop::collection::btree_map("x[a-z]{1,4}", "[a-z]{0,4}", 0..3),
+            labels in prop::option::of(prop::collection::btree_map("[a-z]{1,3}", "[a-z]{1,3}", 0..3)),
+        ) {
+            let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+            cm.metadata.name = Some("cm".into());
+            cm.metadata.labels = labels;
+            cm.data = Some(before);
+            let typed_before = serde_json::to_value(&cm).unwrap();
+            let mut raw = typed_before.clone();
+            for (key, value) in &unknown {
+                raw[key] = value.clone().into();
+            }
+            cm.data = Some(after);
+            cm.metadata.labels = None;
+            let typed_after = serde_json::to_value(&cm).unwrap();
+
+            let patch = patch(Some(&raw), &typed_before, &typed_after);
+            let mut patched = raw.clone();
+            json_patch::patch(&mut patched, &patch).unwrap();
+            let mut expected = typed_after;
+            for (key, value) in &unknown {
+                expected[key] = value.clone().into();
+            }
+            prop_assert_eq!(patched, expected);
+        }
+    }
+}
