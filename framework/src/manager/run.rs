@@ -402,6 +402,7 @@ impl Manager {
                     Endpoints {
                         probes: Some(probes),
                         metrics: Some(registry),
+                        guard: None,
                     },
                 )]
             }
@@ -413,6 +414,7 @@ impl Manager {
                         Endpoints {
                             probes: None,
                             metrics: Some(registry),
+                            guard: None,
                         },
                     ));
                 }
@@ -422,6 +424,7 @@ impl Manager {
                         Endpoints {
                             probes: Some(probes),
                             metrics: None,
+                            guard: None,
                         },
                     ));
                 }
