@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
+    "tls",
     "cache",
     "informer",
     "queue",
