@@ -23,8 +23,6 @@ mod logging;
 mod manifests;
 mod run;
 mod runnable;
-// Served over HTTPS once the TLS layer is merged; until then only its tests use it.
-#[allow(dead_code)]
 mod secure_metrics;
 mod shutdown;
 
@@ -109,6 +107,10 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// The serving certificate of secure metrics (`--metrics-cert-dir`) could not be loaded or
+    /// made.
+    #[error("loading the metrics serving certificate")]
+    MetricsCertificate(#[source] crate::tls::Error),
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
     ShutdownTimeout {

@@ -12,6 +12,8 @@
 mod cache;
 mod decision;
 mod guard;
+mod https;
 
 pub(crate) use self::decision::Decision;
 pub(crate) use self::guard::Guard;
+pub(crate) use self::https::{Certificate, serve};
