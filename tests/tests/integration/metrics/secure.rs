@@ -1,6 +1,7 @@
 //! `/metrics` over HTTPS behind `TokenReview` and `SubjectAccessReview` on the real control
 //! plane: 401 without a valid token, 403 without the RBAC, 200 for a `metrics-reader`, and a real
-//! Prometheus scraping with a ServiceAccount token file.
+//! Prometheus scraping with a ServiceAccount token file, verifying a given certificate or (as
+//! kubebuilder's ServiceMonitor) skipping verification of a self-signed one.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -216,7 +217,29 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
             secure.addr()
         ))
     };
-    let jobs = job("kubeward", &reader)? + &job("stranger", &stranger)?;
+    // A second manager without --metrics-cert-dir serves a certificate it made itself; like
+    // kubebuilder's ServiceMonitor, that job skips verification.
+    let self_signed_addr = free_addr()?;
+    let self_signed = Running::start(
+        Manager::new(
+            cp.client(),
+            Config::default()
+                .namespace(Some(ns.clone()))
+                .metrics_bind_address(BindAddress::On(self_signed_addr))
+                .metrics_secure(true),
+        ),
+        self_signed_addr,
+    );
+    let reader_file = files.path().join("kubeward.token");
+    let jobs = job("kubeward", &reader)?
+        + &job("stranger", &stranger)?
+        + &format!(
+            "  - job_name: self-signed\n    scheme: https\n    \
+             authorization:\n      credentials_file: {}\n    \
+             tls_config:\n      insecure_skip_verify: true\n    \
+             static_configs:\n      - targets: ['{self_signed_addr}']\n",
+            reader_file.display()
+        );
     let prometheus = Prometheus::start_with_jobs(&jobs).await?;
 
     let up = wait_for(
@@ -231,21 +254,28 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
                     answer.first().map(|(_, v)| *v)
                 }
             };
-            let (reader_up, stranger_up) = (up("kubeward").await?, up("stranger").await?);
-            let series = prometheus
-                .query("process_start_time_seconds{job=\"kubeward\"}")
-                .await
-                .ok()?;
-            (!series.is_empty()).then_some((reader_up, stranger_up))
+            let ups = (
+                up("kubeward").await?,
+                up("stranger").await?,
+                up("self-signed").await?,
+            );
+            for job in ["kubeward", "self-signed"] {
+                let query = format!("process_start_time_seconds{{job=\"{job}\"}}");
+                if prometheus.query(&query).await.ok()?.is_empty() {
+                    return None;
+                }
+            }
+            Some(ups)
         },
     )
     .await
     .map_err(|e| anyhow::anyhow!("{e}; Prometheus log:\n{}", prometheus.log()))?;
     assert_eq!(
         up,
-        (1.0, 0.0),
-        "the reader's scrape is up, the stranger's (403) down"
+        (1.0, 0.0, 1.0),
+        "the reader's scrapes are up, the stranger's (403) down"
     );
     drop(prometheus);
+    self_signed.stop().await?;
     secure.running.stop().await
 }
