@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kubeward::manager::{BindAddress, Config, Manager};
-use kubeward::testing::{ControlPlane, free_addr, wait_for};
+use kubeward::testing::{ControlPlane, TcpProxy, free_addr, wait_for};
 use kubeward::tls::Authority;
 
 use super::Running;
@@ -29,6 +29,11 @@ struct Secure {
 
 impl Secure {
     fn start(cp: &ControlPlane, ns: &str) -> anyhow::Result<Self> {
+        Self::start_with_client(cp.client(), ns)
+    }
+
+    /// As [`Self::start`], the manager asking the API server through `client`.
+    fn start_with_client(client: kube::Client, ns: &str) -> anyhow::Result<Self> {
         let authority = Authority::generate("kubeward test metrics CA")?;
         let certs = tempfile::tempdir()?;
         authority
@@ -41,7 +46,7 @@ impl Secure {
             .metrics_secure(true)
             .metrics_cert_dir(Some(certs.path().to_owned()));
         Ok(Self {
-            running: Running::start(Manager::new(cp.client(), config), addr),
+            running: Running::start(Manager::new(client, config), addr),
             ca_pem: authority.certificate_pem().to_owned(),
             _certs: certs,
         })
@@ -277,5 +282,45 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
     );
     drop(prometheus);
     self_signed.stop().await?;
+    secure.running.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_metrics_answer_503_while_the_api_server_cannot_be_asked_and_200_once_it_can()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("secure-metrics-503").await?;
+    let reader = service_account_token(cp, &ns, "reader", true).await?;
+    let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
+    let secure = Secure::start_with_client(cp.client_through(&proxy), &ns)?;
+    wait_for(
+        Duration::from_secs(30),
+        "the secure metrics endpoint to answer",
+        || async { secure.fetch(None).await.ok() },
+    )
+    .await?;
+
+    // No decision about this token is remembered yet, so it must be reviewed, and cannot be.
+    proxy.cut();
+    let (status, body) = secure.fetch(Some(&reader)).await?;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("cannot check access to /metrics") && body.contains("TokenReview"),
+        "{body}"
+    );
+
+    // An unavailable API server is not remembered: the next request asks again.
+    proxy.restore();
+    let (status, body) = wait_for(
+        Duration::from_secs(30),
+        "the reader to be served once the API server is reachable",
+        || async {
+            let (status, body) = secure.fetch(Some(&reader)).await.ok()?;
+            (status == 200).then_some((status, body))
+        },
+    )
+    .await?;
+    assert_eq!(status, 200);
+    assert!(body.contains("process_start_time_seconds"), "{body}");
     secure.running.stop().await
 }
