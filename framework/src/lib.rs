@@ -56,6 +56,7 @@
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
+//! | [`webhook`] | the HTTPS server of admission webhooks: validators, defaulters, routes |
 //! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
 //!
 //! A test in `manager` fails if anything under `controller` names the manager.
@@ -74,9 +75,8 @@ pub mod queue;
 pub mod rbac;
 pub mod reconcile;
 mod spare_capacity;
-// Its server is crate-private; the webhook server and secure metrics use it in later commits.
-#[allow(dead_code, unused_imports)]
 pub mod tls;
+pub mod webhook;
 
 #[cfg(test)]
 mod tests;

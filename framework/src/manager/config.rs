@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::BindAddress;
-use crate::{informer, leader};
+use crate::{informer, leader, webhook};
 
 /// Leader election of a manager: the Lease's name and namespace, its timings, and what a
 /// replica does when it loses the Lease.
@@ -72,6 +72,7 @@ pub struct Config {
     pub(crate) namespace: Option<String>,
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) informers: informer::Config,
+    pub(crate) webhook: webhook::Config,
 }
 
 impl Default for Config {
@@ -88,6 +89,7 @@ impl Default for Config {
             namespace: None,
             leader_election: None,
             informers: informer::Config::default(),
+            webhook: webhook::Config::default(),
         }
     }
 }
@@ -168,6 +170,14 @@ impl Config {
     #[must_use]
     pub fn informers(mut self, config: informer::Config) -> Self {
         self.informers = config;
+        self
+    }
+
+    /// How the webhook server serves and is reached (it runs only when webhooks or routes were
+    /// added).
+    #[must_use]
+    pub fn webhook(mut self, config: webhook::Config) -> Self {
+        self.webhook = config;
         self
     }
 

@@ -25,6 +25,7 @@ mod run;
 mod runnable;
 mod secure_metrics;
 mod shutdown;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -111,6 +112,9 @@ pub enum Error {
     /// made.
     #[error("loading the metrics serving certificate")]
     MetricsCertificate(#[source] crate::tls::Error),
+    /// The webhook server could not start, or its configurations could not be installed.
+    #[error("starting the webhook server")]
+    Webhook(#[source] crate::webhook::Error),
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
     ShutdownTimeout {
@@ -153,6 +157,10 @@ pub struct Manager {
     command: Option<Command>,
     /// The manifests of the controllers added while a subcommand waits.
     manifests: Mutex<Vec<manifests::Recorded>>,
+    /// The admission webhooks and other routes of the webhook server, and every path taken.
+    webhooks: Mutex<Vec<crate::webhook::Admission>>,
+    routes: Mutex<Vec<crate::webhook::Route>>,
+    webhook_paths: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -204,6 +212,9 @@ impl Manager {
             shutdown: CancellationToken::new(),
             command: None,
             manifests: Mutex::default(),
+            webhooks: Mutex::default(),
+            routes: Mutex::default(),
+            webhook_paths: Mutex::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 12] = [
+const LAYERS: [&str; 13] = [
     "tls",
     "cache",
     "informer",
@@ -16,6 +16,7 @@ const LAYERS: [&str; 12] = [
     "controller",
     "reconcile",
     "leader",
+    "webhook",
     "manager",
 ];
 
