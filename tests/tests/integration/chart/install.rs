@@ -327,11 +327,11 @@ async fn what_the_operator_needs_is_allowed(
     // Self-signed webhooks (these values): it patches its CA into its own configurations and CRD.
     let empty = Patch::Merge(serde_json::json!({}));
     Api::<ValidatingWebhookConfiguration>::all(sa.clone())
-        .patch(WEBHOOK_CONFIGURATION, &PatchParams::default(), &empty)
+        .patch(VALIDATING_CONFIGURATION, &PatchParams::default(), &empty)
         .await
         .context("patching its ValidatingWebhookConfiguration")?;
     Api::<MutatingWebhookConfiguration>::all(sa.clone())
-        .patch(WEBHOOK_CONFIGURATION, &PatchParams::default(), &empty)
+        .patch(MUTATING_CONFIGURATION, &PatchParams::default(), &empty)
         .await
         .context("patching its MutatingWebhookConfiguration")?;
     Api::<CustomResourceDefinition>::all(sa.clone())
@@ -342,8 +342,10 @@ async fn what_the_operator_needs_is_allowed(
     Ok(())
 }
 
-/// The name of the example's webhook configurations (files/webhooks.yaml).
-const WEBHOOK_CONFIGURATION: &str = "configmap-generator";
+/// The names of the example's webhook configurations (files/webhooks.yaml).
+const VALIDATING_CONFIGURATION: &str =
+    "configmap-generator-webhooks-validating-webhook-configuration";
+const MUTATING_CONFIGURATION: &str = "configmap-generator-webhooks-mutating-webhook-configuration";
 
 /// No Secrets, no Leases outside the release namespace `ns`, no other webhook configurations or
 /// CRDs to patch, and it never creates or deletes the
