@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kubeward::manager::{BindAddress, Config, Manager};
-use kubeward::testing::{ControlPlane, TcpProxy, free_addr, wait_for};
+use kubeward::testing::{ControlPlane, TcpProxy, free_addr, presents, wait_for};
 use kubeward::tls::Authority;
 
 use super::Running;
@@ -24,7 +24,8 @@ use super::scrape::Scrape;
 struct Secure {
     running: Running,
     ca_pem: String,
-    _certs: tempfile::TempDir,
+    authority: Authority,
+    certs: tempfile::TempDir,
 }
 
 impl Secure {
@@ -48,7 +49,8 @@ impl Secure {
         Ok(Self {
             running: Running::start(Manager::new(client, config), addr),
             ca_pem: authority.certificate_pem().to_owned(),
-            _certs: certs,
+            authority,
+            certs,
         })
     }
 
@@ -322,5 +324,52 @@ async fn secure_metrics_answer_503_while_the_api_server_cannot_be_asked_and_200_
     .await?;
     assert_eq!(status, 200);
     assert!(body.contains("process_start_time_seconds"), "{body}");
+    secure.running.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_metrics_serve_a_certificate_rotated_in_the_cert_dir_without_a_restart()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("secure-metrics-rotation").await?;
+    let reader = service_account_token(cp, &ns, "reader", true).await?;
+    let secure = Secure::start(cp, &ns)?;
+    let reader_is_served = || async {
+        let (status, _) = secure.fetch(Some(&reader)).await.ok()?;
+        (status == 200).then_some(())
+    };
+    wait_for(
+        Duration::from_secs(30),
+        "the reader to be served the metrics",
+        reader_is_served,
+    )
+    .await?;
+
+    // As cert-manager renews the mounted Secret: new files in the folder, same CA.
+    let rotated = secure.authority.issue(&["localhost", "127.0.0.1"])?;
+    rotated.write_to(secure.certs.path())?;
+    // The folder is re-read every 10 s.
+    wait_for(
+        Duration::from_secs(30),
+        "new handshakes to present the rotated certificate",
+        || async {
+            presents(
+                secure.addr(),
+                "localhost",
+                &secure.ca_pem,
+                rotated.certificate_pem(),
+            )
+            .await
+            .ok()?
+            .then_some(())
+        },
+    )
+    .await?;
+    wait_for(
+        Duration::from_secs(10),
+        "the reader to be served over the rotated certificate",
+        reader_is_served,
+    )
+    .await?;
     secure.running.stop().await
 }
