@@ -65,3 +65,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "configmap-generator.serviceMonitorServed" -}}
 {{- if and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor") }}true{{ end }}
 {{- end }}
+
+{{/* The webhook Service, which the API server calls. */}}
+{{- define "configmap-generator.webhookService" -}}
+{{- printf "%s-webhook" (include "configmap-generator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The cert-manager Certificate of the webhook server, and the Secret it fills. */}}
+{{- define "configmap-generator.webhookCertificate" -}}
+{{- printf "%s-webhook-cert" (include "configmap-generator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Where the webhook serving certificate is mounted (`--webhook-cert-dir`). */}}
+{{- define "configmap-generator.webhookCertDir" -}}
+/tmp/k8s-webhook-server/serving-certs
+{{- end }}
+
+{{/* The `cert-manager.io/inject-ca-from` value: the Certificate, as namespace/name. */}}
+{{- define "configmap-generator.injectCaFrom" -}}
+{{- printf "%s/%s" .Release.Namespace (include "configmap-generator.webhookCertificate" .) }}
+{{- end }}
+
+{{/* True (non-empty) when cert-manager issues the webhook certificate. */}}
+{{- define "configmap-generator.certManager" -}}
+{{- if and .Values.webhooks.enabled .Values.webhooks.certManager.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+  The webhook configurations of files/webhooks.yaml (YAML documents as the operator's
+  `manifests` subcommand writes them), as a list under `items`.
+*/}}
+{{- define "configmap-generator.webhookConfigurations" -}}
+{{- $items := list }}
+{{- range $doc := splitList "\n---" (.Files.Get "files/webhooks.yaml") }}
+{{- $object := $doc | fromYaml }}
+{{- if hasKey $object "Error" }}
+{{- fail (printf "files/webhooks.yaml does not parse: %s" $object.Error) }}
+{{- end }}
+{{- if $object.kind }}
+{{- $items = append $items $object }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "items" $items) }}
+{{- end }}

@@ -1,5 +1,6 @@
 //! Configures a Manager: endpoints, concurrency, watch scope and shutdown.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::BindAddress;
@@ -64,6 +65,8 @@ impl LeaderElection {
 pub struct Config {
     pub(crate) metrics_bind_address: BindAddress,
     pub(crate) health_probe_bind_address: BindAddress,
+    pub(crate) metrics_secure: bool,
+    pub(crate) metrics_cert_dir: Option<PathBuf>,
     pub(crate) max_concurrent_reconciles: u16,
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) namespace: Option<String>,
@@ -79,6 +82,8 @@ impl Default for Config {
         Self {
             metrics_bind_address: BindAddress::Off,
             health_probe_bind_address: BindAddress::Off,
+            metrics_secure: false,
+            metrics_cert_dir: None,
             max_concurrent_reconciles: 1,
             graceful_shutdown_timeout: Duration::from_secs(30),
             namespace: None,
@@ -94,6 +99,25 @@ impl Config {
     #[must_use]
     pub fn metrics_bind_address(mut self, address: BindAddress) -> Self {
         self.metrics_bind_address = address;
+        self
+    }
+
+    /// Serve `/metrics` over HTTPS, only to callers whose bearer token the API server accepts
+    /// (`TokenReview`) and whose user may `get` `/metrics` (`SubjectAccessReview`), as kubebuilder's
+    /// `--metrics-secure`. The manager's ServiceAccount needs `create` on `tokenreviews` and
+    /// `subjectaccessreviews`. Off by default; the health probes stay plain HTTP.
+    #[must_use]
+    pub fn metrics_secure(mut self, secure: bool) -> Self {
+        self.metrics_secure = secure;
+        self
+    }
+
+    /// The folder of secure metrics' serving certificate, `tls.crt` and `tls.key` (as a mounted
+    /// `kubernetes.io/tls` Secret holds them), reloaded when they change; `None`: a self-signed
+    /// certificate made at start.
+    #[must_use]
+    pub fn metrics_cert_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.metrics_cert_dir = dir;
         self
     }
 

@@ -22,6 +22,16 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_METRICS_BIND_ADDRESS", default_value = ":8080", value_parser = parse_bind_address)]
     pub metrics_bind_address: BindAddress,
 
+    /// Serve /metrics over HTTPS, only to callers whose bearer token may `get` `/metrics`
+    /// (checked with `TokenReview` and `SubjectAccessReview`); `--metrics-secure=false` turns it off.
+    #[arg(long, env = "KUBEWARD_METRICS_SECURE", num_args = 0..=1, require_equals = true, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub metrics_secure: bool,
+
+    /// Folder holding `tls.crt` and `tls.key` for secure metrics, reloaded when they change; when
+    /// unset, a self-signed certificate is made at start.
+    #[arg(long, env = "KUBEWARD_METRICS_CERT_DIR", value_name = "DIR")]
+    pub metrics_cert_dir: Option<PathBuf>,
+
     /// Address the /healthz and /readyz endpoints bind to; `0` turns them off.
     #[arg(long, env = "KUBEWARD_HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081", value_parser = parse_bind_address)]
     pub health_probe_bind_address: BindAddress,
@@ -163,6 +173,16 @@ impl Flags {
         election
             .validate()
             .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        if self.metrics_secure
+            && self.metrics_bind_address != BindAddress::Off
+            && self.metrics_bind_address == self.health_probe_bind_address
+        {
+            return Err(Error::InvalidFlags(
+                "--metrics-secure: /metrics is served over HTTPS and the health probes over plain \
+                 HTTP, so --metrics-bind-address and --health-probe-bind-address must differ"
+                    .into(),
+            ));
+        }
         if self.max_concurrent_reconciles == 0 {
             return Err(Error::InvalidFlags(
                 "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
@@ -179,6 +199,8 @@ impl Flags {
         Ok(Config::default()
             .leader_election(election)
             .metrics_bind_address(self.metrics_bind_address)
+            .metrics_secure(self.metrics_secure)
+            .metrics_cert_dir(self.metrics_cert_dir.clone())
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
@@ -271,6 +293,8 @@ fn parse_log_level(value: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -338,6 +362,39 @@ mod tests {
             "{err}"
         );
         assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn metrics_are_plain_unless_metrics_secure_is_given_with_or_without_a_value() {
+        let plain = Flags::try_parse_from(["op"]).unwrap();
+        assert!(!plain.metrics_secure);
+        assert!(!plain.config().unwrap().metrics_secure);
+        let secure = Flags::try_parse_from(["op", "--metrics-secure", "crd"]).unwrap();
+        assert!(secure.metrics_secure);
+        assert!(
+            secure.command.is_some(),
+            "a bare --metrics-secure takes no value"
+        );
+        let off = Flags::try_parse_from(["op", "--metrics-secure=false"]).unwrap();
+        assert!(!off.metrics_secure);
+        let dir = Flags::try_parse_from(["op", "--metrics-secure", "--metrics-cert-dir=/certs"])
+            .unwrap()
+            .config()
+            .unwrap();
+        assert!(dir.metrics_secure);
+        assert_eq!(dir.metrics_cert_dir.as_deref(), Some(Path::new("/certs")));
+    }
+
+    #[test]
+    fn secure_metrics_cannot_share_the_plain_health_probe_address() {
+        let flags = Flags::try_parse_from([
+            "op",
+            "--metrics-secure",
+            "--metrics-bind-address=:9000",
+            "--health-probe-bind-address=:9000",
+        ])
+        .unwrap();
+        assert!(matches!(flags.config(), Err(Error::InvalidFlags(m)) if m.contains("must differ")),);
     }
 
     #[test]

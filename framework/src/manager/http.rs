@@ -1,4 +1,5 @@
-//! Serves `/healthz`, `/readyz` and `/metrics` over plain HTTP/1.
+//! Serves `/healthz`, `/readyz` and `/metrics` over plain HTTP/1, or `/metrics` behind a
+//! [`Guard`] (see `secure_metrics`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use prometheus::{Encoder, Registry, TextEncoder};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+use super::secure_metrics::{Decision, Guard};
 
 /// A named probe: `Ok` when healthy (or ready), `Err(reason)` otherwise.
 pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
@@ -99,9 +102,23 @@ fn report(checks: &[(String, Check)], extra_failure: Option<&str>) -> (StatusCod
 pub(crate) struct Endpoints {
     pub(crate) probes: Option<Arc<Probes>>,
     pub(crate) metrics: Option<Registry>,
+    /// Who may read `/metrics`; anyone when `None`.
+    pub(crate) guard: Option<Guard>,
 }
 
 impl Endpoints {
+    /// The answer to `request`, after the guard (if any) let it through.
+    pub(crate) async fn answer<B>(&self, request: &Request<B>) -> Response<Full<Bytes>> {
+        let path = request.uri().path();
+        if let Some(guard) = self.guard.as_ref().filter(|g| g.path() == path) {
+            let decision = guard.check(request.headers()).await;
+            if decision != Decision::Allowed {
+                return refusal(&decision, path);
+            }
+        }
+        self.respond(path)
+    }
+
     fn respond(&self, path: &str) -> Response<Full<Bytes>> {
         let (status, content_type, body) = match (path, &self.probes, &self.metrics) {
             ("/healthz" | "/livez", Some(probes), _) => text(probes.healthz()),
@@ -117,6 +134,25 @@ impl Endpoints {
         );
         response
     }
+}
+
+/// The answer to a request the guard refused; a 401 says which scheme to use.
+fn refusal(decision: &Decision, path: &str) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = text((decision.status(), decision.message(path)));
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(content_type),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+    }
+    response
 }
 
 fn text((status, body): (StatusCode, String)) -> (StatusCode, &'static str, Vec<u8>) {
@@ -156,8 +192,8 @@ pub(crate) async fn serve(listener: TcpListener, endpoints: Endpoints, stop: Can
         let endpoints = endpoints.clone();
         connections.spawn(async move {
             let service = service_fn(move |request: Request<Incoming>| {
-                let response = endpoints.respond(request.uri().path());
-                async move { Ok::<_, Infallible>(response) }
+                let endpoints = endpoints.clone();
+                async move { Ok::<_, Infallible>(endpoints.answer(&request).await) }
             });
             if let Err(e) = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -204,6 +240,7 @@ mod tests {
         let endpoints = Endpoints {
             probes: None,
             metrics: Some(Registry::new()),
+            guard: None,
         };
         assert_eq!(endpoints.respond("/readyz").status(), StatusCode::NOT_FOUND);
         assert_eq!(endpoints.respond("/metrics").status(), StatusCode::OK);

@@ -23,6 +23,7 @@ mod logging;
 mod manifests;
 mod run;
 mod runnable;
+mod secure_metrics;
 mod shutdown;
 mod webhooks;
 
@@ -107,6 +108,10 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// The serving certificate of secure metrics (`--metrics-cert-dir`) could not be loaded or
+    /// made.
+    #[error("loading the metrics serving certificate")]
+    MetricsCertificate(#[source] crate::tls::Error),
     /// The webhook server could not start, or its configurations could not be installed.
     #[error("starting the webhook server")]
     Webhook(#[source] crate::webhook::Error),

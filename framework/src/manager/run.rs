@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
+use super::secure_metrics::{self, Guard};
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::leader::{LeaderElector, Leadership, Status};
 
@@ -394,16 +395,21 @@ impl Manager {
         let registry = self.registry.clone();
         let probes = Arc::clone(&self.probes);
         let mut servers = JoinSet::new();
+        let secure = match (self.config.metrics_secure, self.config.metrics_bind_address) {
+            (true, BindAddress::On(_)) => Some(self.secure_metrics()?),
+            _ => None,
+        };
         let listeners = match (
             self.config.metrics_bind_address,
             self.config.health_probe_bind_address,
         ) {
-            (BindAddress::On(m), BindAddress::On(p)) if m == p => {
+            (BindAddress::On(m), BindAddress::On(p)) if m == p && secure.is_none() => {
                 vec![(
                     bind("metrics and health probe", m).await?,
                     Endpoints {
                         probes: Some(probes),
                         metrics: Some(registry),
+                        guard: None,
                     },
                 )]
             }
@@ -415,6 +421,7 @@ impl Manager {
                         Endpoints {
                             probes: None,
                             metrics: Some(registry),
+                            guard: secure.as_ref().map(|(guard, _)| guard.clone()),
                         },
                     ));
                 }
@@ -424,6 +431,7 @@ impl Manager {
                         Endpoints {
                             probes: Some(probes),
                             metrics: None,
+                            guard: None,
                         },
                     ));
                 }
@@ -431,12 +439,38 @@ impl Manager {
             }
         };
         for (listener, endpoints) in listeners {
+            let https = endpoints.guard.is_some();
             if let Ok(addr) = listener.local_addr() {
-                tracing::info!(%addr, metrics = endpoints.metrics.is_some(), probes = endpoints.probes.is_some(), "serving");
+                tracing::info!(%addr, metrics = endpoints.metrics.is_some(), probes = endpoints.probes.is_some(), https, "serving");
             }
-            servers.spawn(serve(listener, endpoints, stop.clone()));
+            match (&secure, https) {
+                (Some((_, certificate)), true) => {
+                    servers.spawn(secure_metrics::serve(
+                        listener,
+                        endpoints,
+                        certificate.clone(),
+                        stop.clone(),
+                    ));
+                }
+                _ => {
+                    servers.spawn(serve(listener, endpoints, stop.clone()));
+                }
+            }
         }
         Ok(servers)
+    }
+
+    /// The guard and serving certificate of `/metrics` over HTTPS.
+    fn secure_metrics(&self) -> Result<(Guard, secure_metrics::Certificate)> {
+        if self.config.metrics_bind_address == self.config.health_probe_bind_address {
+            return Err(Error::InvalidFlags(
+                "secure metrics need an address apart from the plain-HTTP health probes".into(),
+            ));
+        }
+        let certificate =
+            secure_metrics::Certificate::load(self.config.metrics_cert_dir.as_deref())
+                .map_err(Error::MetricsCertificate)?;
+        Ok((Guard::new(self.client.clone(), "/metrics"), certificate))
     }
 }
 

@@ -1,5 +1,5 @@
 //! Tests of running a manager: readiness while draining, failing and panicking runnables,
-//! graceful-shutdown bounds, terms of leadership and bind errors.
+//! graceful-shutdown bounds, terms of leadership, bind errors and secure metrics that cannot start.
 
 use std::time::Duration;
 
@@ -243,5 +243,29 @@ async fn an_address_in_use_is_a_bind_error_naming_the_endpoint() {
     assert!(
         matches!(outcome, Err(Error::Bind { what: "metrics", addr: a, .. }) if a == addr),
         "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not_start() {
+    let addr = free_addr().expect("a free port");
+    let shared = Config::default()
+        .metrics_bind_address(BindAddress::On(addr))
+        .health_probe_bind_address(BindAddress::On(addr))
+        .metrics_secure(true);
+    let refused = Manager::new(offline_client(), shared).run().await;
+    assert!(
+        matches!(&refused, Err(Error::InvalidFlags(m)) if m.contains("apart from the plain-HTTP health probes")),
+        "{refused:?}"
+    );
+
+    let missing = Config::default()
+        .metrics_bind_address(BindAddress::On(addr))
+        .metrics_secure(true)
+        .metrics_cert_dir(Some("/nonexistent/kubeward/metrics-certs".into()));
+    let refused = Manager::new(offline_client(), missing).run().await;
+    assert!(
+        matches!(&refused, Err(Error::MetricsCertificate(_))),
+        "{refused:?}"
     );
 }

@@ -4,7 +4,14 @@ use std::time::Duration;
 
 use super::{CRD_NAME, all_on_values, chart_dir, documents, helm, kinds, path_str, run};
 use anyhow::Context as _;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -287,10 +294,61 @@ async fn what_the_operator_needs_is_allowed(
         .await
         .context("creating the Lease in the release namespace")?;
 
+    // Secure metrics (on by default): it reviews scrapers' tokens and permissions.
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: "not-a-token".into(),
+            ..TokenReviewSpec::default()
+        },
+        ..TokenReview::default()
+    };
+    let reviewed = Api::<TokenReview>::all(sa.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .context("creating a TokenReview")?;
+    // `authenticated: false` is left out of the answer, as the API omits false booleans.
+    assert_ne!(reviewed.status.and_then(|s| s.authenticated), Some(true));
+    let access = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some("someone".into()),
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some("/metrics".into()),
+                verb: Some("get".into()),
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    Api::<SubjectAccessReview>::all(sa.clone())
+        .create(&PostParams::default(), &access)
+        .await
+        .context("creating a SubjectAccessReview")?;
+
+    // Self-signed webhooks (these values): it patches its CA into its own configurations and CRD.
+    let empty = Patch::Merge(serde_json::json!({}));
+    Api::<ValidatingWebhookConfiguration>::all(sa.clone())
+        .patch(VALIDATING_CONFIGURATION, &PatchParams::default(), &empty)
+        .await
+        .context("patching its ValidatingWebhookConfiguration")?;
+    Api::<MutatingWebhookConfiguration>::all(sa.clone())
+        .patch(MUTATING_CONFIGURATION, &PatchParams::default(), &empty)
+        .await
+        .context("patching its MutatingWebhookConfiguration")?;
+    Api::<CustomResourceDefinition>::all(sa.clone())
+        .patch(CRD_NAME, &PatchParams::default(), &empty)
+        .await
+        .context("patching its CRD")?;
+
     Ok(())
 }
 
-/// No Secrets, no Leases outside the release namespace `ns`, and it never creates or deletes the
+/// The names of the example's webhook configurations (files/webhooks.yaml).
+const VALIDATING_CONFIGURATION: &str =
+    "configmap-generator-webhooks-validating-webhook-configuration";
+const MUTATING_CONFIGURATION: &str = "configmap-generator-webhooks-mutating-webhook-configuration";
+
+/// No Secrets, no Leases outside the release namespace `ns`, no other webhook configurations or
+/// CRDs to patch, and it never creates or deletes the
 /// custom resources it reconciles.
 async fn nothing_more_is_allowed(sa: &Client, ns: &str, other: &str) -> anyhow::Result<()> {
     let generators: Api<DynamicObject> =
@@ -324,6 +382,25 @@ async fn nothing_more_is_allowed(sa: &Client, ns: &str, other: &str) -> anyhow::
         status_code(generators.delete("absent", &DeleteParams::default()).await),
         FORBIDDEN,
         "deleting ConfigMapGenerators must be forbidden"
+    );
+    let empty = Patch::Merge(serde_json::json!({}));
+    assert_eq!(
+        status_code(
+            Api::<ValidatingWebhookConfiguration>::all(sa.clone())
+                .patch("someone-elses", &PatchParams::default(), &empty)
+                .await
+        ),
+        FORBIDDEN,
+        "patching other webhook configurations must be forbidden"
+    );
+    assert_eq!(
+        status_code(
+            Api::<CustomResourceDefinition>::all(sa.clone())
+                .patch("someone.elses.example.com", &PatchParams::default(), &empty)
+                .await
+        ),
+        FORBIDDEN,
+        "patching other CRDs must be forbidden"
     );
 
     Ok(())

@@ -3,6 +3,7 @@
 mod install;
 mod pod_security;
 mod render;
+mod secure_serving;
 mod tutorial;
 
 use std::collections::BTreeSet;

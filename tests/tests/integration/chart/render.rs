@@ -237,12 +237,19 @@ async fn an_existing_service_account_must_be_named() -> anyhow::Result<()> {
     assert!(!kinds(&docs).contains("ServiceAccount"));
     let pod = &the(&docs, "Deployment")?["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"].as_str(), Some("existing"));
-    let binding = the(&docs, "ClusterRoleBinding")?;
-    assert_eq!(
-        binding["subjects"][0]["name"].as_str(),
-        Some("existing"),
-        "RBAC must be granted to the existing ServiceAccount"
-    );
+    // The operator's own binding, and (secure metrics being on) the one of the token reviews.
+    let bindings: Vec<_> = docs
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("ClusterRoleBinding"))
+        .collect();
+    assert_eq!(bindings.len(), 2);
+    for binding in bindings {
+        assert_eq!(
+            binding["subjects"][0]["name"].as_str(),
+            Some("existing"),
+            "RBAC must be granted to the existing ServiceAccount"
+        );
+    }
     Ok(())
 }
 

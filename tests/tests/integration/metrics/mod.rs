@@ -1,9 +1,12 @@
-//! `/metrics` of a Manager on the real control plane: counts, buckets, promtool, a real Prometheus.
+//! `/metrics` of a Manager on the real control plane: counts, buckets, promtool, a real Prometheus,
+//! and secure metrics behind `TokenReview` and `SubjectAccessReview`.
 
 mod client;
 mod dashboard;
+mod https;
 mod prometheus;
 mod scrape;
+mod secure;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -18,14 +18,22 @@ impl Prometheus {
     /// Starts Prometheus scraping `target`'s `/metrics` every second, as job `kubeward`, and waits
     /// until it is ready.
     pub(super) async fn start(target: SocketAddr) -> anyhow::Result<Self> {
+        Self::start_with_jobs(&format!(
+            "  - job_name: kubeward\n    static_configs:\n      - targets: ['{target}']\n"
+        ))
+        .await
+    }
+
+    /// Starts Prometheus with `jobs` (YAML items of `scrape_configs`, indented by two spaces),
+    /// scraping every second, and waits until it is ready.
+    pub(super) async fn start_with_jobs(jobs: &str) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
             &config,
             format!(
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-                 scrape_configs:\n  - job_name: kubeward\n    static_configs:\n      \
-                 - targets: ['{target}']\n"
+                 scrape_configs:\n{jobs}"
             ),
         )?;
         let addr = free_addr()?;
