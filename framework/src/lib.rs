@@ -51,7 +51,7 @@
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
-//! | [`crd`], [`rbac`] | what a controller carries for its manifests: the polished CRD, the RBAC rules |
+//! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD, its versions' conversions, the RBAC rules |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
@@ -62,6 +62,7 @@
 
 pub mod cache;
 pub mod controller;
+pub mod conversion;
 pub mod crd;
 mod error;
 pub mod events;

@@ -4,13 +4,14 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
     "cache",
     "informer",
     "queue",
     "metrics",
     "events",
     "crd",
+    "conversion",
     "rbac",
     "controller",
     "reconcile",
