@@ -48,16 +48,15 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .iter()
         .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
     let description = doc_comment(&c.docs);
+    let (crd, converter, conversion) = versions(c);
     quote! {
         #[automatically_derived]
         impl #krate::crd::Definition for #kind {
-            /// kube's CRD of the kind, polished: described by the spec struct's doc comment,
+            /// kube's CRD of the kind (with its other versions and their conversion webhook, when
+            /// `versions(...)` names them), polished: described by the spec struct's doc comment,
             /// with an explainable status and Ready columns (see `kubeward::crd::polish`).
             fn definition() -> #krate::crd::CustomResourceDefinition {
-                #krate::crd::polish(
-                    <Self as #krate::crd::CustomResourceExt>::crd(),
-                    #description,
-                )
+                #krate::crd::polish(#crd, #description)
             }
         }
 
@@ -72,7 +71,10 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                 controller(reconciler)
                     .crd(<Self as #krate::crd::Definition>::definition())
                     .rbac_rules(rules)
+                    #conversion
             }
+
+            #converter
 
             /// The least RBAC rules the controller needs: its kind (and subresources), what it
             /// owns and watches, and Events.
@@ -107,6 +109,37 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
             }
         }
     }
+}
+
+/// For a kind with other versions: its CRD with them all, `Kind::converter()` and the
+/// controller's `.conversion(...)`; else kube's CRD and nothing.
+fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
+    let krate = &c.krate;
+    let own = quote!(<Self as #krate::crd::CustomResourceExt>::crd());
+    if c.versions.is_empty() {
+        return (own, TokenStream::new(), TokenStream::new());
+    }
+    let crds = c
+        .versions
+        .iter()
+        .map(|v| quote_spanned!(v.span()=> <#v as #krate::crd::CustomResourceExt>::crd()));
+    let spokes = c
+        .versions
+        .iter()
+        .map(|v| quote_spanned!(v.span()=> .spoke::<#v>()));
+    let kind = &c.kind;
+    let crd = quote!(#krate::crd::with_versions(#own, [#(#crds),*]));
+    let converter = quote! {
+        /// Converts between this version, the hub and storage version, and the versions
+        /// `#[controller(versions(...))]` names, each through its `Convertible` implementation.
+        #[must_use]
+        pub fn converter() -> #krate::conversion::Converter {
+            #krate::conversion::Converter::with_hub::<#kind>()
+                #(#spokes)*
+                .build()
+        }
+    };
+    (crd, converter, quote!(.conversion(Self::converter())))
 }
 
 /// The doc comment as rustdoc reads it: one line per `#[doc]`, without the space after `///`.

@@ -9,6 +9,7 @@ pub(crate) const KEYS: &[&str] = &[
     "reconciler",
     "owns",
     "watches",
+    "versions",
     "finalizer",
     "concurrency",
     "predicate",
@@ -48,6 +49,10 @@ pub(crate) struct ControllerAttr {
     pub(crate) reconciler: Option<Path>,
     pub(crate) owns: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
+    /// `versions(Type, ...)`: the kind's other versions, converted through this one.
+    pub(crate) versions: Vec<Path>,
+    /// The span of the `versions` key, where an empty list is reported.
+    pub(crate) versions_span: Option<Span>,
     pub(crate) finalizer: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) predicate: Option<Expr>,
@@ -141,6 +146,14 @@ fn read_controller_key(
             meta.parse_nested_meta(|inner| {
                 let mapper: Expr = inner.value()?.parse()?;
                 c.watches.push((inner.path.clone(), mapper));
+                Ok(())
+            })?;
+            false
+        }
+        "versions" => {
+            c.versions_span.get_or_insert_with(|| key.span());
+            meta.parse_nested_meta(|inner| {
+                c.versions.push(inner.path.clone());
                 Ok(())
             })?;
             false

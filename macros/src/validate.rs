@@ -16,6 +16,8 @@ pub(crate) struct Checked {
     pub(crate) reconciler: Path,
     pub(crate) owns: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
+    /// The kind's other versions (spokes of this one, the hub and storage version).
+    pub(crate) versions: Vec<Path>,
     /// The finalizer, as written (its span is where a missing `Cleanup` is reported).
     pub(crate) finalizer: Option<syn::LitStr>,
     pub(crate) concurrency: Option<u16>,
@@ -71,6 +73,13 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             ));
         }
     });
+    if let (Some(span), true) = (c.versions_span, c.versions.is_empty()) {
+        errors.push(syn::Error::new(
+            span,
+            "`versions(...)` names no version: list the kind's other versions, e.g. \
+             `versions(v1alpha1::Widget)`, or leave the key out",
+        ));
+    }
     let concurrency = c
         .concurrency
         .as_ref()
@@ -92,6 +101,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             reconciler,
             owns: c.owns,
             watches: c.watches,
+            versions: c.versions,
             finalizer,
             concurrency,
             predicate: c.predicate,
