@@ -111,8 +111,9 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     }
 }
 
-/// For a kind with other versions: its CRD with them all, `Kind::converter()` and the
-/// controller's `.conversion(...)`; else kube's CRD and nothing.
+/// For a kind with other versions: its CRD with them all (each described by its own spec
+/// struct, not by this one's doc comment), `Kind::converter()` and the controller's
+/// `.conversion(...)`; else kube's CRD and nothing.
 fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
     let krate = &c.krate;
     let own = quote!(<Self as #krate::crd::CustomResourceExt>::crd());
@@ -122,7 +123,7 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
     let crds = c
         .versions
         .iter()
-        .map(|v| quote_spanned!(v.span()=> <#v as #krate::crd::CustomResourceExt>::crd()));
+        .map(|v| quote_spanned!(v.span()=> #krate::crd::polish(<#v as #krate::crd::CustomResourceExt>::crd(), ::core::option::Option::None)));
     let spokes = c
         .versions
         .iter()

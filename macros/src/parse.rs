@@ -152,10 +152,11 @@ fn read_controller_key(
         }
         "versions" => {
             c.versions_span.get_or_insert_with(|| key.span());
-            meta.parse_nested_meta(|inner| {
-                c.versions.push(inner.path.clone());
-                Ok(())
-            })?;
+            // Read by hand, so that an empty list is one clear error from `validate`.
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let paths = content.parse_terminated(<Path as syn::parse::Parse>::parse, Token![,])?;
+            c.versions.extend(paths);
             false
         }
         "finalizer" => c.finalizer.replace(meta.value()?.parse()?).is_some(),

@@ -50,6 +50,11 @@
 /// }
 /// ```
 #[doc(alias = "Hub")]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not convert to and from the hub version `{Hub}`",
+    label = "a version the hub converts to and from",
+    note = "implement `kubeward::conversion::Convertible<{Hub}>` for `{Self}`: its `to_hub` and `from_hub` convert between the two versions"
+)]
 pub trait Convertible<Hub>: Sized {
     /// Why an object cannot be converted: [`Infallible`](std::convert::Infallible) when it always
     /// can, [`kubeward::Error`](crate::Error) for any message.
