@@ -77,6 +77,8 @@ type Step = Arc<dyn Fn(Value) -> Result<Value, Error> + Send + Sync>;
 struct Versions {
     group: String,
     kind: String,
+    /// The kind's CRD, `plural.group`.
+    crd: String,
     hub: String,
     to_hub: BTreeMap<String, Step>,
     from_hub: BTreeMap<String, Step>,
@@ -90,6 +92,7 @@ impl Converter {
             versions: Versions {
                 group: H::group(&()).into_owned(),
                 kind: H::kind(&()).into_owned(),
+                crd: format!("{}.{}", H::plural(&()), H::group(&())),
                 hub: H::version(&()).into_owned(),
                 to_hub: BTreeMap::new(),
                 from_hub: BTreeMap::new(),
@@ -109,6 +112,13 @@ impl Converter {
     #[must_use]
     pub fn kind(&self) -> &str {
         &self.versions.kind
+    }
+
+    /// The name of the kind's CustomResourceDefinition (`widgets.example.com`), whose
+    /// conversion webhook this converter serves.
+    #[must_use]
+    pub fn crd_name(&self) -> &str {
+        &self.versions.crd
     }
 
     /// Converts `object` to `desired_api_version` (`group/version`): through the hub, or by a

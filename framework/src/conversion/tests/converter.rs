@@ -12,6 +12,7 @@ const V2: &str = "test.kubeward.dev/v2";
 #[test]
 fn a_spoke_converts_to_the_hub_with_its_metadata_as_it_was() -> Result<(), Error> {
     let old = old_gizmo("a", 7);
+    assert_eq!(converter().crd_name(), "gizmos.test.kubeward.dev");
     let new = converter().convert(old.clone(), V1)?;
     assert_eq!(new["apiVersion"], V1);
     assert_eq!(new["kind"], "Gizmo");
