@@ -4,3 +4,4 @@ pub mod by_hand;
 pub mod configmap_generator;
 pub mod reconcile_kit;
 pub mod triggers;
+pub mod webhooks;

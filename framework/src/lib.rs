@@ -47,6 +47,7 @@
 //!
 //! | module | holds |
 //! | --- | --- |
+//! | [`tls`] | HTTPS serving: certificates reloaded from files, a self-signed CA for development |
 //! | [`cache`] | the store: objects by [`cache::ObjectKey`], indexes |
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
@@ -55,6 +56,7 @@
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
+//! | [`webhook`] | the HTTPS server of admission webhooks: validators, defaulters, routes |
 //! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
 //!
 //! A test in `manager` fails if anything under `controller` names the manager.
@@ -74,6 +76,8 @@ pub mod queue;
 pub mod rbac;
 pub mod reconcile;
 mod spare_capacity;
+pub mod tls;
+pub mod webhook;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::BindAddress;
-use crate::{informer, leader};
+use crate::{informer, leader, webhook};
 
 /// Leader election of a manager: the Lease's name and namespace, its timings, and what a
 /// replica does when it loses the Lease.
@@ -69,6 +69,7 @@ pub struct Config {
     pub(crate) namespace: Option<String>,
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) informers: informer::Config,
+    pub(crate) webhook: webhook::Config,
 }
 
 impl Default for Config {
@@ -83,6 +84,7 @@ impl Default for Config {
             namespace: None,
             leader_election: None,
             informers: informer::Config::default(),
+            webhook: webhook::Config::default(),
         }
     }
 }
@@ -144,6 +146,14 @@ impl Config {
     #[must_use]
     pub fn informers(mut self, config: informer::Config) -> Self {
         self.informers = config;
+        self
+    }
+
+    /// How the webhook server serves and is reached (it runs only when webhooks or routes were
+    /// added).
+    #[must_use]
+    pub fn webhook(mut self, config: webhook::Config) -> Self {
+        self.webhook = config;
         self
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use super::{Config, Error, LeaderElection, OnLeadershipLoss};
-use crate::leader;
+use crate::{leader, webhook};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -89,6 +89,40 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
 
+    /// Port of the HTTPS webhook server (it runs only when the operator has webhooks); `0` turns
+    /// it off.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_PORT", default_value_t = webhook::DEFAULT_PORT)]
+    pub webhook_port: u16,
+
+    /// Directory holding the webhook server's `tls.crt` and `tls.key`, re-read when they change.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_CERT_DIR", default_value = webhook::DEFAULT_CERT_DIR, value_name = "DIR")]
+    pub webhook_cert_dir: PathBuf,
+
+    /// Generate a CA and a serving certificate at start, and install the operator's webhook
+    /// configurations (and its CRDs' conversion webhooks) with that CA: for development.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_SELF_SIGNED")]
+    pub webhook_self_signed: bool,
+
+    /// A DNS name or IP address of the self-signed serving certificate (repeat the flag or
+    /// separate with commas); default the webhook Service's names, `localhost`, `127.0.0.1`.
+    #[arg(
+        long,
+        env = "KUBEWARD_WEBHOOK_HOST",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub webhook_host: Vec<String>,
+
+    /// Name of the Service in front of the webhook port, which webhook configurations name;
+    /// default `PROGRAM-webhook` in the pod's namespace.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_SERVICE", value_name = "NAME")]
+    pub webhook_service: Option<String>,
+
+    /// Base URL the API server calls instead of the Service (`https://127.0.0.1:9443`), for an
+    /// operator running outside the cluster with `--webhook-self-signed`.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_URL", value_name = "URL")]
+    pub webhook_url: Option<String>,
+
     /// `crd` or `manifests`: print or write the operator's manifests instead of running it.
     #[command(subcommand)]
     pub command: Option<super::Command>,
@@ -148,7 +182,24 @@ impl Flags {
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
-            .namespace(self.namespace.clone()))
+            .namespace(self.namespace.clone())
+            .webhook(self.webhook_config()))
+    }
+
+    /// The webhook server's configuration these flags describe.
+    fn webhook_config(&self) -> webhook::Config {
+        let mut config = webhook::Config::default()
+            .port(self.webhook_port)
+            .cert_dir(&self.webhook_cert_dir)
+            .self_signed(self.webhook_self_signed)
+            .hosts(self.webhook_host.iter().filter(|h| !h.is_empty()).cloned());
+        if let Some(service) = &self.webhook_service {
+            config = config.service(service, None);
+        }
+        if let Some(url) = &self.webhook_url {
+            config = config.url(url);
+        }
+        config
     }
 
     /// [`Self::config`], and, unless a [`Command`](super::Command) runs instead of the operator,
@@ -236,6 +287,32 @@ mod tests {
         assert!(!flags.leader_elect);
         assert_eq!(flags.max_concurrent_reconciles, 1);
         assert_eq!(flags.log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn webhook_flags_default_to_controller_runtime_and_hosts_split_on_commas() {
+        let flags = Flags::try_parse_from(["op"]).unwrap();
+        let config = flags.config().unwrap().webhook;
+        assert_eq!(config.port, 9443);
+        assert_eq!(
+            config.cert_dir,
+            PathBuf::from("/tmp/k8s-webhook-server/serving-certs")
+        );
+        assert!(!config.self_signed && config.hosts.is_empty() && config.url.is_none());
+        let flags = Flags::try_parse_from([
+            "op",
+            "--webhook-port=0",
+            "--webhook-self-signed",
+            "--webhook-host=a.example,127.0.0.1",
+            "--webhook-host=b.example",
+            "--webhook-url=https://127.0.0.1:9443",
+        ])
+        .unwrap();
+        let config = flags.config().unwrap().webhook;
+        assert_eq!(config.port, 0);
+        assert!(config.self_signed);
+        assert_eq!(config.hosts, ["a.example", "127.0.0.1", "b.example"]);
+        assert_eq!(config.url.as_deref(), Some("https://127.0.0.1:9443"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod manifests;
 mod run;
 mod runnable;
 mod shutdown;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -106,6 +107,9 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// The webhook server could not start, or its configurations could not be installed.
+    #[error("starting the webhook server")]
+    Webhook(#[source] crate::webhook::Error),
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
     ShutdownTimeout {
@@ -148,6 +152,10 @@ pub struct Manager {
     command: Option<Command>,
     /// The manifests of the controllers added while a subcommand waits.
     manifests: Mutex<Vec<manifests::Recorded>>,
+    /// The admission webhooks and other routes of the webhook server, and every path taken.
+    webhooks: Mutex<Vec<crate::webhook::Admission>>,
+    routes: Mutex<Vec<crate::webhook::Route>>,
+    webhook_paths: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -199,6 +207,9 @@ impl Manager {
             shutdown: CancellationToken::new(),
             command: None,
             manifests: Mutex::default(),
+            webhooks: Mutex::default(),
+            routes: Mutex::default(),
+            webhook_paths: Mutex::default(),
         }
     }
 

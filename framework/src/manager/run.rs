@@ -89,7 +89,7 @@ async fn wait_lost(leadership: Option<&mut Leadership>) {
 }
 
 /// The namespace of the pod this runs in, else the client's default namespace.
-fn pod_namespace(client: &kube::Client) -> String {
+pub(super) fn pod_namespace(client: &kube::Client) -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
         .or_else(|| {
@@ -129,6 +129,8 @@ impl Manager {
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;
+        // Every replica serves webhooks, before it leads and after its controllers stopped.
+        self.start_webhooks(&stop_servers, &mut servers).await?;
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
         if let Err(e) = self.factory.start() {

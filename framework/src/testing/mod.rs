@@ -23,6 +23,7 @@ mod lease;
 mod noop;
 mod process;
 mod proxy;
+mod tls;
 mod wait;
 
 pub use binaries::Binaries;
@@ -34,6 +35,7 @@ pub use http::{free_addr, get, scrape};
 pub use lease::lease_holder;
 pub use noop::NoopReconciler;
 pub use proxy::TcpProxy;
+pub use tls::presents;
 pub use wait::{install_crd, install_definition, wait_for};
 
 /// A compact store filled by hand: the store an informer keeps with

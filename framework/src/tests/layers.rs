@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 12] = [
+const LAYERS: [&str; 14] = [
+    "tls",
     "cache",
     "informer",
     "queue",
@@ -16,6 +17,7 @@ const LAYERS: [&str; 12] = [
     "controller",
     "reconcile",
     "leader",
+    "webhook",
     "manager",
 ];
 

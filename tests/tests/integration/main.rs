@@ -16,3 +16,4 @@ mod rbac;
 mod reconcile_kit;
 mod reliability;
 mod triggers;
+mod webhook;

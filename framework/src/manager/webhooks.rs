@@ -1,0 +1,132 @@
+//! Adds admission webhooks and routes to a Manager and starts its webhook server.
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, Manager, Result};
+use crate::webhook::{self, Admissible, Admission, Defaulter, Endpoint, Route, Server, Validator};
+
+impl Manager {
+    /// Serves `webhook` on the webhook server (see [`webhook`](crate::webhook)), which every
+    /// replica runs, leader or not.
+    ///
+    /// # Panics
+    /// If a webhook or route with the same path was added before.
+    #[track_caller]
+    pub fn add_webhook(&self, webhook: Admission) {
+        self.claim_path(webhook.path());
+        self.webhooks.lock().push(webhook);
+    }
+
+    /// Serves `validator` at `/validate-GROUP-VERSION-KIND` with the defaults of
+    /// [`Admission::validator`]; for other settings, [`Self::add_webhook`].
+    ///
+    /// # Panics
+    /// As [`Self::add_webhook`].
+    #[track_caller]
+    pub fn add_validator<K: Admissible>(&self, validator: impl Validator<K>) {
+        self.add_webhook(Admission::validator(validator));
+    }
+
+    /// Serves `defaulter` at `/mutate-GROUP-VERSION-KIND` with the defaults of
+    /// [`Admission::defaulter`]; for other settings, [`Self::add_webhook`].
+    ///
+    /// # Panics
+    /// As [`Self::add_webhook`].
+    #[track_caller]
+    pub fn add_defaulter<K: Admissible>(&self, defaulter: impl Defaulter<K>) {
+        self.add_webhook(Admission::defaulter(defaulter));
+    }
+
+    /// Serves `route` (e.g. a CRD's conversion webhook) on the webhook server.
+    ///
+    /// # Panics
+    /// As [`Self::add_webhook`].
+    #[track_caller]
+    pub fn add_route(&self, route: Route) {
+        self.claim_path(route.path());
+        self.routes.lock().push(route);
+    }
+
+    #[track_caller]
+    fn claim_path(&self, path: &str) {
+        let mut paths = self.webhook_paths.lock();
+        assert!(
+            paths.insert(path.to_owned()),
+            "a webhook or route at {path} was added twice"
+        );
+    }
+
+    /// Where the API server reaches this operator's webhooks, as configured.
+    pub(crate) fn webhook_endpoint(&self) -> Endpoint {
+        let config = &self.config.webhook;
+        match &config.url {
+            Some(url) => Endpoint::Url(url.clone()),
+            None => Endpoint::Service {
+                name: config.service.clone().unwrap_or_else(|| {
+                    format!("{}-webhook", super::manifests::program().replace('_', "-"))
+                }),
+                namespace: config
+                    .service_namespace
+                    .clone()
+                    .unwrap_or_else(|| super::run::pod_namespace(&self.client)),
+            },
+        }
+    }
+
+    /// The prefix of this operator's webhook configuration names.
+    pub(crate) fn webhook_configuration_prefix(&self) -> String {
+        self.config
+            .webhook
+            .configuration_name
+            .clone()
+            .unwrap_or_else(|| super::manifests::program().replace('_', "-"))
+    }
+
+    /// Binds the webhook server, when webhooks or routes were added and its port is on, installs
+    /// the webhook configurations when it has a CA to give them, and serves until `stop`.
+    pub(super) async fn start_webhooks(
+        &self,
+        stop: &CancellationToken,
+        servers: &mut JoinSet<()>,
+    ) -> Result<()> {
+        let webhooks = self.webhooks.lock().clone();
+        let routes: Vec<Route> = webhooks
+            .iter()
+            .map(|w| w.route.clone())
+            .chain(self.routes.lock().iter().cloned())
+            .collect();
+        let config = &self.config.webhook;
+        if routes.is_empty() || config.port == 0 {
+            return Ok(());
+        }
+        let endpoint = self.webhook_endpoint();
+        let hosts = if config.hosts.is_empty() {
+            endpoint.default_hosts()
+        } else {
+            config.hosts.clone()
+        };
+        let server = Server::bind(config, &hosts, &routes)
+            .await
+            .map_err(Error::Webhook)?;
+        tracing::info!(addr = ?server.local_addr(), paths = ?routes.iter().map(Route::path).collect::<Vec<_>>(), "serving webhooks");
+        let ca_bundle = server
+            .generated_ca()
+            .map(str::to_owned)
+            .or_else(|| config.ca_bundle.clone());
+        servers.spawn(server.serve(stop.clone()));
+        if let Some(ca_bundle) = ca_bundle {
+            webhook::install(
+                &self.client,
+                &self.webhook_configuration_prefix(),
+                &webhooks,
+                &routes,
+                &endpoint,
+                &ca_bundle,
+            )
+            .await
+            .map_err(Error::Webhook)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! Builds the rustls server configuration: TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`.
+
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+
+use super::ReloadingCertificate;
+use super::reloading::provider;
+
+/// A server configuration presenting `certificate`'s current certificate on each handshake,
+/// offering HTTP/2 and HTTP/1.1 (a client that names neither gets HTTP/1.1).
+pub(crate) fn server_config(certificate: Arc<ReloadingCertificate>) -> Arc<ServerConfig> {
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("invariant: ring's default provider supports the default TLS versions")
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(config)
+}

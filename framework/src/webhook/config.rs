@@ -1,0 +1,118 @@
+//! Configures the webhook server: port, certificates, and how the API server reaches it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// controller-runtime's certificate directory, where a mounted `kubernetes.io/tls` Secret goes.
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// controller-runtime's webhook port.
+pub const DEFAULT_PORT: u16 = 9443;
+
+/// How the webhook server of a [`Manager`](crate::manager::Manager) serves; the `--webhook-*`
+/// flags build one. The server runs only when webhooks or routes were added.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) port: u16,
+    pub(crate) cert_dir: PathBuf,
+    pub(crate) self_signed: bool,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) service: Option<String>,
+    pub(crate) service_namespace: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) ca_bundle: Option<String>,
+    pub(crate) configuration_name: Option<String>,
+    pub(crate) reload_period: Duration,
+}
+
+impl Default for Config {
+    /// Port 9443, certificates from `/tmp/k8s-webhook-server/serving-certs` re-read every
+    /// second, reached through the Service `PROGRAM-webhook` in the pod's namespace.
+    fn default() -> Self {
+        Self {
+            port: DEFAULT_PORT,
+            cert_dir: PathBuf::from(DEFAULT_CERT_DIR),
+            self_signed: false,
+            hosts: Vec::new(),
+            service: None,
+            service_namespace: None,
+            url: None,
+            ca_bundle: None,
+            configuration_name: None,
+            reload_period: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Config {
+    /// The port on all interfaces (`0` turns the server off).
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The directory holding `tls.crt` and `tls.key`, re-read when they change.
+    #[must_use]
+    pub fn cert_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cert_dir = dir.into();
+        self
+    }
+
+    /// Generate a CA and a serving certificate at start instead of reading the directory, and
+    /// install this operator's webhook configurations (and the `caBundle` of CRDs it converts)
+    /// with that CA: for development and tests, without cert-manager.
+    #[must_use]
+    pub fn self_signed(mut self, on: bool) -> Self {
+        self.self_signed = on;
+        self
+    }
+
+    /// The DNS names and IP addresses of a self-signed serving certificate (default: the
+    /// Service's DNS names, `localhost` and `127.0.0.1`).
+    #[must_use]
+    pub fn hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The Service in front of the webhook port that webhook configurations name (default
+    /// `PROGRAM-webhook`), and its namespace (default the pod's).
+    #[must_use]
+    pub fn service(mut self, name: impl Into<String>, namespace: Option<String>) -> Self {
+        self.service = Some(name.into());
+        self.service_namespace = namespace;
+        self
+    }
+
+    /// The base URL the API server calls instead of a Service (`https://127.0.0.1:9443`), for
+    /// an operator running outside the cluster.
+    #[must_use]
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// Install this operator's webhook configurations at start with `ca_pem` as their
+    /// `caBundle`, the CA that signed the certificates in the directory (what cert-manager's CA
+    /// injector does in a cluster).
+    #[must_use]
+    pub fn ca_bundle(mut self, ca_pem: impl Into<String>) -> Self {
+        self.ca_bundle = Some(ca_pem.into());
+        self
+    }
+
+    /// The prefix of the webhook configurations' names, `NAME-validating-webhook-configuration`
+    /// and `NAME-mutating-webhook-configuration` (default this program's name).
+    #[must_use]
+    pub fn configuration_name(mut self, name: impl Into<String>) -> Self {
+        self.configuration_name = Some(name.into());
+        self
+    }
+
+    /// How often the certificate files are re-read (default 1 s).
+    #[must_use]
+    pub fn reload_period(mut self, period: Duration) -> Self {
+        self.reload_period = period;
+        self
+    }
+}
