@@ -22,11 +22,7 @@ mod review;
 pub use converter::{Builder, Converter};
 pub use convertible::Convertible;
 pub use error::Error;
-#[allow(
-    unused_imports,
-    reason = "the webhook server mounts them at /convert (next commit)"
-)]
-pub(crate) use review::{answer_body, review_any};
+pub(crate) use review::answer_body;
 
 #[cfg(test)]
 mod tests;

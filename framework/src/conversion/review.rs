@@ -24,7 +24,7 @@ impl Converter {
 }
 
 /// Answers `review` with whichever of `converters` converts the kind of its objects.
-pub(crate) fn review_any(converters: &[Converter], review: ConversionReview) -> ConversionReview {
+pub(super) fn review_any(converters: &[Converter], review: ConversionReview) -> ConversionReview {
     let Ok(mut request) = ConversionRequest::from_review(review) else {
         return invalid("the ConversionReview has no request");
     };
@@ -65,7 +65,7 @@ pub(crate) fn answer_body(converters: &[Converter], body: &[u8]) -> (StatusCode,
 }
 
 /// A failed review for a request that could not be read at all.
-pub(crate) fn invalid(message: &str) -> ConversionReview {
+fn invalid(message: &str) -> ConversionReview {
     ConversionResponse::invalid(Status::failure(message, REASON)).into_review()
 }
 

@@ -5,7 +5,8 @@ use kube::core::response::StatusSummary;
 use serde_json::{Value, json};
 
 use super::gizmo::{converter, old_gizmo};
-use crate::conversion::{Converter, answer_body, review_any};
+use crate::conversion::review::review_any;
+use crate::conversion::{Converter, answer_body};
 
 /// A review as the API server sends it.
 fn review(desired: &str, objects: &[Value]) -> ConversionReview {
