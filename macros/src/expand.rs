@@ -48,7 +48,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .iter()
         .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
     let description = doc_comment(&c.docs);
-    let (crd, converter, conversion) = versions(c);
+    let (crd, converter) = versions(c);
     quote! {
         #[automatically_derived]
         impl #krate::crd::Definition for #kind {
@@ -71,7 +71,6 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                 controller(reconciler)
                     .crd(<Self as #krate::crd::Definition>::definition())
                     .rbac_rules(rules)
-                    #conversion
             }
 
             #converter
@@ -112,13 +111,12 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
 }
 
 /// For a kind with other versions: its CRD with them all (each described by its own spec
-/// struct, not by this one's doc comment), `Kind::converter()` and the controller's
-/// `.conversion(...)`; else kube's CRD and nothing.
-fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
+/// struct, not by this one's doc comment) and `Kind::converter()`; else kube's CRD and nothing.
+fn versions(c: &Checked) -> (TokenStream, TokenStream) {
     let krate = &c.krate;
     let own = quote!(<Self as #krate::crd::CustomResourceExt>::crd());
     if c.versions.is_empty() {
-        return (own, TokenStream::new(), TokenStream::new());
+        return (own, TokenStream::new());
     }
     let crds = c
         .versions
@@ -132,7 +130,8 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
     let crd = quote!(#krate::crd::with_versions(#own, [#(#crds),*]));
     let converter = quote! {
         /// Converts between this version, the hub and storage version, and the versions
-        /// `#[controller(versions(...))]` names, each through its `Convertible` implementation.
+        /// `#[controller(versions(...))]` names, each through its `Convertible` implementation;
+        /// serve it with `manager.add_conversion(Kind::converter())`.
         #[must_use]
         pub fn converter() -> #krate::conversion::Converter {
             #krate::conversion::Converter::with_hub::<#kind>()
@@ -140,7 +139,7 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream, TokenStream) {
                 .build()
         }
     };
-    (crd, converter, quote!(.conversion(Self::converter())))
+    (crd, converter)
 }
 
 /// The doc comment as rustdoc reads it: one line per `#[doc]`, without the space after `///`.

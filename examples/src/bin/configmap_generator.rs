@@ -6,7 +6,7 @@
 //! (`charts/configmap-generator` by default). Both subcommands come with `Manager`.
 //!
 //! With `ENABLE_WEBHOOKS=true` it also serves its admission webhooks (a content-size validator
-//! and a team-label defaulter) on `--webhook-port`, with the certificate in `--webhook-cert-dir`
+//! and a team-label defaulter) and its CRD's `v1alpha1` ↔ `v1` conversion on `--webhook-port`, with the certificate in `--webhook-cert-dir`
 //! or a self-signed one (`--webhook-self-signed`), and `manifests` writes their configurations.
 
 use kubeward::manager::Manager;
@@ -23,6 +23,7 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("ENABLE_WEBHOOKS").is_ok_and(|on| on == "true") {
         manager.add_validator::<ConfigMapGenerator>(ContentLimit);
         manager.add_defaulter::<ConfigMapGenerator>(TeamLabel);
+        manager.add_conversion(ConfigMapGenerator::converter()); // v1alpha1 <-> v1
     }
     // ANCHOR_END: webhooks
     Ok(manager.run().await?) // or, for `crd` and `manifests`, print or write them and return

@@ -11,7 +11,6 @@ use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Cleanup, Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
-use crate::conversion::Converter;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
@@ -58,8 +57,6 @@ pub struct Controller<K> {
     pub(crate) sources: Vec<Source>,
     /// The kind's CRD, for the manager's `crd` and `manifests` subcommands.
     pub(crate) crd: Option<CustomResourceDefinition>,
-    /// The conversions between the kind's versions, which the manager serves at `/convert`.
-    pub(crate) conversion: Option<Converter>,
     /// The controller's RBAC rules, for the manager's `manifests` subcommand.
     pub(crate) rbac: Option<Vec<PolicyRule>>,
     pub(crate) reporting: Reporting,
@@ -122,7 +119,6 @@ impl<K: Watchable> Controller<K> {
             triggers: Vec::new(),
             sources: Vec::new(),
             crd: None,
-            conversion: None,
             rbac: None,
             reporting: Reporting::default(),
             to_json: |obj: &K| serde_json::to_value(obj),
@@ -203,15 +199,6 @@ impl<K: Watchable> Controller<K> {
     /// kind has none.
     pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
         self.crd = Some(crd);
-        self
-    }
-
-    /// The conversions between the versions of `K`, which the manager's webhook server serves
-    /// at [`/convert`](crate::crd::CONVERSION_PATH) for the API server, whether or not this
-    /// replica leads. `#[derive(Controller)]` sets it to `Kind::converter()` when
-    /// `#[controller(versions(...))]` names other versions.
-    pub fn conversion(mut self, converter: Converter) -> Self {
-        self.conversion = Some(converter);
         self
     }
 

@@ -11,8 +11,9 @@
 //! object that could not be converted and why.
 //!
 //! `#[derive(Controller)]` with `#[controller(versions(...))]` declares the other versions of
-//! a kind: the CRD then carries them and a conversion webhook, and the manager serves the
-//! converter at `/convert`.
+//! a kind: the CRD then carries them and a conversion webhook, and `Kind::converter()` is the
+//! converter that [`Manager::add_conversion`](crate::manager::Manager::add_conversion) serves
+//! at `/convert` on the webhook server.
 
 mod converter;
 mod convertible;

@@ -26,9 +26,6 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         );
         let mut controller = self;
         manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
-        if let Some(converter) = controller.conversion.take() {
-            manager.add_conversion(converter);
-        }
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }

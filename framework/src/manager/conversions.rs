@@ -17,9 +17,9 @@ impl Manager {
     /// Serves `converter` at [`/convert`](CONVERSION_PATH) on the webhook server, which every
     /// replica runs, leader or not: the API server needs conversions to serve the kind at all.
     /// With a self-signed certificate (`--webhook-self-signed`) the manager points the CRD's
-    /// conversion webhook at itself, with its CA. A controller carrying a converter
-    /// ([`Controller::conversion`](crate::controller::Controller::conversion), set by
-    /// `#[controller(versions(...))]`) adds it; a second converter of the same CRD is ignored.
+    /// conversion webhook at itself, with its CA. `#[controller(versions(...))]` generates
+    /// `Kind::converter()` to add; a second converter of the same CRD is ignored. Like admission
+    /// webhooks, conversions are added explicitly: the webhook server needs a certificate.
     ///
     /// # Panics
     /// If a route at `/convert` was added with [`Self::add_route`].
