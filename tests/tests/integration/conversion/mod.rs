@@ -2,6 +2,7 @@
 //! `/convert` at `https://127.0.0.1:PORT` with the manager's self-signed CA in the CRD's
 //! `caBundle`, to read and write objects in a version other than the stored one.
 
+mod example;
 mod gadget;
 mod https;
 
