@@ -122,3 +122,51 @@ fn help_opens_with_the_operators_own_text_and_lists_the_subcommands() -> anyhow:
     }
     Ok(())
 }
+
+#[test]
+fn manifests_of_the_operator_with_webhooks_write_its_webhook_configurations() -> anyhow::Result<()>
+{
+    let dir = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join("chart"))?;
+    let output = Command::new(env!("CARGO_BIN_EXE_configmap_generator_webhooks"))
+        .args(["--webhook-service=cmg-webhook", "manifests", "chart"])
+        .current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("HOME", home.path())
+        .env("POD_NAMESPACE", "operators")
+        .output()?;
+    succeeded(&output)?;
+    let text = std::fs::read_to_string(dir.path().join("chart/files/webhooks.yaml"))?;
+    let documents: Vec<serde_json::Value> = text
+        .split("\n---\n")
+        .map(serde_norway::from_str)
+        .collect::<Result<_, _>>()?;
+    let kinds: Vec<&str> = documents
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration"
+        ]
+    );
+    let validating = &documents[0]["webhooks"][0];
+    assert_eq!(
+        validating["clientConfig"]["service"],
+        serde_json::json!({"name": "cmg-webhook", "namespace": "operators", "path": "/validate-demo-kubeward-dev-v1-configmapgenerator", "port": 443})
+    );
+    assert_eq!(
+        validating["rules"][0]["resources"],
+        serde_json::json!(["configmapgenerators"])
+    );
+    assert_eq!(validating["sideEffects"], "None");
+    assert_eq!(
+        documents[1]["webhooks"][0]["clientConfig"]["service"]["path"],
+        "/mutate-demo-kubeward-dev-v1-configmapgenerator"
+    );
+    Ok(())
+}

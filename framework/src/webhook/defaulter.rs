@@ -29,6 +29,9 @@ use super::{Admissible, Verdict};
 ///         Verdict::allow()
 ///     }
 /// }
+///
+/// let webhook = kubeward::webhook::Admission::defaulter::<ConfigMap>(TeamLabel);
+/// # let _ = webhook;
 /// ```
 pub trait Defaulter<K: Admissible>: Send + Sync + 'static {
     /// Sets the defaults of `object`, about to be created or updated.

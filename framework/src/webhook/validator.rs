@@ -35,6 +35,9 @@ use super::{Admissible, Verdict};
 ///         self.validate_create(new, request).await
 ///     }
 /// }
+///
+/// let webhook = kubeward::webhook::Admission::validator::<ConfigMap>(AtMostSixteenKeys);
+/// # let _ = webhook;
 /// ```
 pub trait Validator<K: Admissible>: Send + Sync + 'static {
     /// Checks an object about to be created.

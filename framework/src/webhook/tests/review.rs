@@ -44,6 +44,24 @@ impl Validator<ConfigMap> for NoForbiddenKey {
     }
 }
 
+/// Refuses to delete a ConfigMap labelled `keep`.
+struct KeepLabelled;
+
+impl Validator<ConfigMap> for KeepLabelled {
+    async fn validate_delete(&self, cm: &ConfigMap, _: &AdmissionRequest<ConfigMap>) -> Verdict {
+        if cm
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("keep"))
+        {
+            Verdict::deny("labelled keep")
+        } else {
+            Verdict::allow()
+        }
+    }
+}
+
 /// Sets `data.size` to `small` when missing.
 struct DefaultSize;
 
@@ -242,4 +260,87 @@ async fn deletes_and_connects_are_admitted_by_a_defaulter_without_a_patch() {
     let review = body(&answer);
     assert_eq!(review["response"]["allowed"], true);
     assert!(review["response"].get("patch").is_none());
+}
+
+#[tokio::test]
+async fn a_delete_is_validated_on_the_old_object() {
+    let mut kept = config_map(json!({}));
+    kept["metadata"]["labels"] = json!({"keep": "yes"});
+    let answer =
+        validate::<ConfigMap, _>(&KeepLabelled, &review("DELETE", Value::Null, kept, false)).await;
+    assert_eq!(
+        body(&answer)["response"]["status"]["message"],
+        "labelled keep"
+    );
+    let answer = validate::<ConfigMap, _>(
+        &KeepLabelled,
+        &review("DELETE", Value::Null, config_map(json!({})), false),
+    )
+    .await;
+    assert_eq!(body(&answer)["response"]["allowed"], true);
+}
+
+#[tokio::test]
+async fn an_update_without_its_old_object_is_refused_not_a_panic() {
+    let answer = validate::<ConfigMap, _>(
+        &NoForbiddenKey,
+        &review("UPDATE", config_map(json!({})), Value::Null, false),
+    )
+    .await;
+    let review = body(&answer);
+    assert_eq!(review["response"]["allowed"], false);
+    assert!(
+        review["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lacks the object")
+    );
+}
+
+mod patch_property {
+    //! The defaulter's patch, applied to the object as it came, gives the defaulted object and
+    //! keeps every field the type does not know.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::super::patch;
+
+    fn data() -> impl Strategy<Value = BTreeMap<String, String>> {
+        prop::collection::btree_map("[a-z]{1,4}", "[a-z0-9]{0,6}", 0..6)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn the_patch_turns_the_raw_object_into_the_defaulted_one_keeping_unknown_fields(
+            before in data(),
+            after in data(),
+            unknown in prop::collection::btree_map("x[a-z]{1,4}", "[a-z]{0,4}", 0..3),
+            labels in prop::option::of(prop::collection::btree_map("[a-z]{1,3}", "[a-z]{1,3}", 0..3)),
+        ) {
+            let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+            cm.metadata.name = Some("cm".into());
+            cm.metadata.labels = labels;
+            cm.data = Some(before);
+            let typed_before = serde_json::to_value(&cm).unwrap();
+            let mut raw = typed_before.clone();
+            for (key, value) in &unknown {
+                raw[key] = value.clone().into();
+            }
+            cm.data = Some(after);
+            cm.metadata.labels = None;
+            let typed_after = serde_json::to_value(&cm).unwrap();
+
+            let patch = patch(Some(&raw), &typed_before, &typed_after);
+            let mut patched = raw.clone();
+            json_patch::patch(&mut patched, &patch).unwrap();
+            let mut expected = typed_after;
+            for (key, value) in &unknown {
+                expected[key] = value.clone().into();
+            }
+            prop_assert_eq!(patched, expected);
+        }
+    }
 }

@@ -3,7 +3,11 @@
 use super::{page, repo};
 
 /// Each page, the folder under `tests/tests/integration/` its cited tests live in.
-const CITING: [(&str, &str); 2] = [("rbac.md", "rbac"), ("triggers.md", "triggers")];
+const CITING: [(&str, &str); 3] = [
+    ("rbac.md", "rbac"),
+    ("triggers.md", "triggers"),
+    ("webhooks.md", "webhook"),
+];
 
 /// The section of `text` under its heading that starts with `## How`.
 fn how_section(text: &str) -> &str {

@@ -8,7 +8,8 @@ use kube::api::PostParams;
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
 use kubeward::webhook;
-use kubeward_examples::configmap_generator::{ConfigMapGenerator, v1alpha1};
+use kubeward_examples::configmap_generator::ConfigMapGenerator;
+use kubeward_examples::configmap_generator_v1alpha1 as v1alpha1;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_serves_v1alpha1_generators_as_v1_and_back() -> anyhow::Result<()> {

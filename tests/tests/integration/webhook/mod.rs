@@ -2,6 +2,7 @@
 //! server at `https://127.0.0.1:PORT/...` with the CA in the configuration's `caBundle`.
 
 mod admission;
+mod conversion_route;
 mod example;
 mod failure_policy;
 mod rotation;

@@ -8,7 +8,7 @@ use kubeward::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ConfigMapGeneratorStatus;
+use crate::configmap_generator::ConfigMapGeneratorStatus;
 
 // ANCHOR: v1alpha1
 /// Asks for a ConfigMap holding `data` (replaced by `v1`, where it is called `content`).
@@ -23,20 +23,20 @@ pub struct ConfigMapGeneratorSpec {
 }
 
 /// `v1alpha1` ↔ `v1`, the hub: `data` is `v1`'s `content`; metadata and status carry over.
-impl Convertible<super::ConfigMapGenerator> for ConfigMapGenerator {
+impl Convertible<crate::configmap_generator::ConfigMapGenerator> for ConfigMapGenerator {
     type Error = Infallible;
 
-    fn to_hub(self) -> Result<super::ConfigMapGenerator, Infallible> {
-        Ok(super::ConfigMapGenerator {
+    fn to_hub(self) -> Result<crate::configmap_generator::ConfigMapGenerator, Infallible> {
+        Ok(crate::configmap_generator::ConfigMapGenerator {
             metadata: self.metadata,
-            spec: super::ConfigMapGeneratorSpec {
+            spec: crate::configmap_generator::ConfigMapGeneratorSpec {
                 content: self.spec.data,
             },
             status: self.status,
         })
     }
 
-    fn from_hub(hub: super::ConfigMapGenerator) -> Result<Self, Infallible> {
+    fn from_hub(hub: crate::configmap_generator::ConfigMapGenerator) -> Result<Self, Infallible> {
         Ok(Self {
             metadata: hub.metadata,
             spec: ConfigMapGeneratorSpec {
