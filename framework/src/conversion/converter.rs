@@ -47,6 +47,7 @@ use super::{Convertible, Error};
 /// #     }
 /// # }
 ///
+/// # fn main() -> Result<(), kubeward::conversion::Error> {
 /// let converter = Converter::with_hub::<v1::Widget>().spoke::<v1alpha1::Widget>().build();
 /// let old = serde_json::json!({
 ///     "apiVersion": "example.com/v1alpha1", "kind": "Widget",
@@ -56,7 +57,8 @@ use super::{Convertible, Error};
 /// let new = converter.convert(old, "example.com/v1")?;
 /// assert_eq!(new["spec"]["replicas"], 3);
 /// assert_eq!(new["metadata"]["uid"], "1");
-/// # Ok::<(), kubeward::conversion::Error>(())
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct Converter {

@@ -48,6 +48,11 @@
 ///         Ok(v1alpha1::Widget { metadata: hub.metadata, spec })
 ///     }
 /// }
+///
+/// fn main() {
+///     let old = v1alpha1::Widget::new("w", v1alpha1::WidgetSpec { size: 3 });
+///     assert_eq!(old.to_hub().map(|new| new.spec.replicas), Ok(3));
+/// }
 /// ```
 #[doc(alias = "Hub")]
 #[diagnostic::on_unimplemented(
