@@ -16,7 +16,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 pub use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 /// kube's trait behind `Kind::crd()`, re-exported so generated code can name it through kubeward.
 pub use kube::CustomResourceExt;
-pub use versions::{CONVERSION_PATH, convert_with_webhook, webhook_service, with_versions};
+pub use versions::{
+    CONVERSION_PATH, convert_with_webhook, stored_in, webhook_service, with_versions,
+};
 
 /// A kind's CustomResourceDefinition as the operator installs it: kube's, [polished](polish).
 ///

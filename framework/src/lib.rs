@@ -107,7 +107,8 @@ pub mod prelude {
 /// ...)]`, the struct's doc comment and `#[controller(...)]`: `reconciler = Type` (required),
 /// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, `finalizer = "domain/name"` (the
 /// reconciler then implements [`Cleanup`](controller::Cleanup)), `versions(Type, ...)` (the
-/// kind's other versions, each [`Convertible`](conversion::Convertible) to and from this one),
+/// kind's other versions, each [`Convertible`](conversion::Convertible) to and from this one;
+/// this one is stored unless `storage = "version"` names another),
 /// `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
 /// `::kubeward`). For the kind it generates:
 ///

@@ -127,7 +127,10 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream) {
         .iter()
         .map(|v| quote_spanned!(v.span()=> .spoke::<#v>()));
     let kind = &c.kind;
-    let crd = quote!(#krate::crd::with_versions(#own, [#(#crds),*]));
+    let mut crd = quote!(#krate::crd::with_versions(#own, [#(#crds),*]));
+    if let Some(storage) = &c.storage {
+        crd = quote_spanned!(storage.span()=> #krate::crd::stored_in(#crd, #storage));
+    }
     let converter = quote! {
         /// Converts between this version, the hub and storage version, and the versions
         /// `#[controller(versions(...))]` names, each through its `Convertible` implementation;

@@ -10,6 +10,7 @@ pub(crate) const KEYS: &[&str] = &[
     "owns",
     "watches",
     "versions",
+    "storage",
     "finalizer",
     "concurrency",
     "predicate",
@@ -51,6 +52,8 @@ pub(crate) struct ControllerAttr {
     pub(crate) watches: Vec<(Path, Expr)>,
     /// `versions(Type, ...)`: the kind's other versions, converted through this one.
     pub(crate) versions: Vec<Path>,
+    /// `storage = "v1alpha1"`: the version stored, when not this one.
+    pub(crate) storage: Option<LitStr>,
     /// The span of the `versions` key, where an empty list is reported.
     pub(crate) versions_span: Option<Span>,
     pub(crate) finalizer: Option<LitStr>,
@@ -159,6 +162,7 @@ fn read_controller_key(
             c.versions.extend(paths);
             false
         }
+        "storage" => c.storage.replace(meta.value()?.parse()?).is_some(),
         "finalizer" => c.finalizer.replace(meta.value()?.parse()?).is_some(),
         "concurrency" => c.concurrency.replace(meta.value()?.parse()?).is_some(),
         "predicate" => c.predicate.replace(meta.value()?.parse()?).is_some(),

@@ -18,6 +18,8 @@ pub(crate) struct Checked {
     pub(crate) watches: Vec<(Path, Expr)>,
     /// The kind's other versions (spokes of this one, the hub and storage version).
     pub(crate) versions: Vec<Path>,
+    /// The storage version, when not this one.
+    pub(crate) storage: Option<syn::LitStr>,
     /// The finalizer, as written (its span is where a missing `Cleanup` is reported).
     pub(crate) finalizer: Option<syn::LitStr>,
     pub(crate) concurrency: Option<u16>,
@@ -80,6 +82,12 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
              `versions(v1alpha1::Widget)`, or leave the key out",
         ));
     }
+    if let (Some(storage), true) = (&c.storage, c.versions.is_empty()) {
+        errors.push(syn::Error::new(
+            storage.span(),
+            "`storage` names the stored version among `versions(...)`, which lists none",
+        ));
+    }
     let concurrency = c
         .concurrency
         .as_ref()
@@ -102,6 +110,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             owns: c.owns,
             watches: c.watches,
             versions: c.versions,
+            storage: c.storage,
             finalizer,
             concurrency,
             predicate: c.predicate,

@@ -55,6 +55,26 @@ pub fn with_versions(
     convert_with_webhook(merged, webhook_service())
 }
 
+/// `crd` stored in `version`, one of its versions, instead of the one stored so far: during a
+/// migration, a new version is served for a release before it becomes the storage version.
+///
+/// # Panics
+///
+/// When `crd` has no version `version`: a mistake in the declaration, found when the operator
+/// starts.
+#[must_use]
+pub fn stored_in(mut crd: CustomResourceDefinition, version: &str) -> CustomResourceDefinition {
+    assert!(
+        crd.spec.versions.iter().any(|v| v.name == version),
+        "the storage version {version} is not a version of {}",
+        crd.spec.names.kind,
+    );
+    for v in &mut crd.spec.versions {
+        v.storage = v.name == version;
+    }
+    crd
+}
+
 /// `crd` converted by the webhook at `client` (`spec.conversion.strategy: Webhook`, reviews of
 /// version `v1`): to point a CRD at a URL with a CA bundle, as tests and self-signed operators
 /// do, or at a Service of another name.
@@ -186,6 +206,27 @@ mod tests {
     )]
     fn versions_of_another_scope_are_refused() {
         let _ = with_versions(v1::Gizmo::crd(), [cluster::Gizmo::crd()]);
+    }
+
+    #[test]
+    fn another_version_can_be_the_storage_version() {
+        let crd = stored_in(
+            with_versions(v1::Gizmo::crd(), [v1alpha1::Gizmo::crd()]),
+            "v1alpha1",
+        );
+        let stored: Vec<_> = crd
+            .spec
+            .versions
+            .iter()
+            .map(|v| (v.name.as_str(), v.storage))
+            .collect();
+        assert_eq!(stored, [("v1", false), ("v1alpha1", true)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the storage version v2 is not a version of Gizmo")]
+    fn a_storage_version_that_is_not_declared_is_refused() {
+        let _ = stored_in(v1::Gizmo::crd(), "v2");
     }
 
     #[test]
