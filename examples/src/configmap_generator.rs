@@ -3,7 +3,8 @@
 //! Its reconciler server-side-applies the owned ConfigMap, records the outcome in a Ready
 //! condition, emits Events, and deletes the ConfigMap through a finalizer when the generator is
 //! deleted. The framework does the rest: the CRD and RBAC manifests, failures reported on the
-//! object, no write when nothing changed, leader election, metrics and health.
+//! object, no write when nothing changed, leader election, metrics and health. The CRD's older
+//! version is [`configmap_generator_v1alpha1`](crate::configmap_generator_v1alpha1).
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
 #[kube(shortname = "cmg", category = "demo")]
 #[controller(reconciler = Generator, name = "configmap-generator", owns(ConfigMap))]
 #[controller(finalizer = "demo.kubeward.dev/cleanup", predicate = Predicate::generation_changed())]
+#[controller(versions(crate::configmap_generator_v1alpha1::ConfigMapGenerator))]
 pub struct ConfigMapGeneratorSpec {
     /// What the generated ConfigMap's `content` key holds.
     pub content: String,

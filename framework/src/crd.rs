@@ -3,7 +3,10 @@
 //! kube's `CustomResource` derive writes the CRD; [`polish`] finishes it the way `kubectl` users
 //! expect: `kubectl explain` opens with the spec struct's doc comment and can explain `status`,
 //! and a kind with status conditions lists `Ready`, `Reason` (and with `-o wide` `Message`)
-//! columns. `#[derive(Controller)]` implements [`Definition`] with it.
+//! columns. `#[derive(Controller)]` implements [`Definition`] with it. A kind in several
+//! versions gets them all in one definition, [`with_versions`], converted by a webhook.
+
+mod versions;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
@@ -13,6 +16,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 pub use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 /// kube's trait behind `Kind::crd()`, re-exported so generated code can name it through kubeward.
 pub use kube::CustomResourceExt;
+pub use versions::{
+    CONVERSION_PATH, convert_with_webhook, stored_in, webhook_service, with_versions,
+};
 
 /// A kind's CustomResourceDefinition as the operator installs it: kube's, [polished](polish).
 ///

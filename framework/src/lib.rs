@@ -52,7 +52,7 @@
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
-//! | [`crd`], [`rbac`] | what a controller carries for its manifests: the polished CRD, the RBAC rules |
+//! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
@@ -64,6 +64,7 @@
 
 pub mod cache;
 pub mod controller;
+pub mod conversion;
 pub mod crd;
 mod error;
 pub mod events;
@@ -105,8 +106,12 @@ pub mod prelude {
 /// It goes on the spec struct next to kube's `CustomResource` and reads `#[kube(kind, status,
 /// ...)]`, the struct's doc comment and `#[controller(...)]`: `reconciler = Type` (required),
 /// `owns(Type, ...)`, `watches(Type = mapper_fn, ...)`, their metadata-only forms
-/// `owns_metadata(Type, ...)` and `watches_metadata(Type = mapper_fn, ...)`, `finalizer = "domain/name"` (the
-/// reconciler then implements [`Cleanup`](controller::Cleanup)), `concurrency = n`, `predicate = expr`, `name = "..."` and `crate = "path"` (default
+/// `owns_metadata(Type, ...)` and `watches_metadata(Type = mapper_fn, ...)`, `finalizer =
+/// "domain/name"` (the reconciler then implements [`Cleanup`](controller::Cleanup)),
+/// `versions(Type, ...)` (the kind's other versions, each
+/// [`Convertible`](conversion::Convertible) to and from this one; this one is stored unless
+/// `storage = "version"` names another), `concurrency = n`, `predicate = expr`, `name = "..."`
+/// and `crate = "path"` (default
 /// `::kubeward`). For the kind it generates:
 ///
 /// - `Kind::controller(reconciler)`: the [`Controller`](controller::Controller) those keys
@@ -115,7 +120,10 @@ pub mod prelude {
 /// - `Kind::rbac_rules()`: the least RBAC the controller needs (see [`rbac::Rules`]);
 /// - [`crd::Definition`]: kube's CRD [polished](crd::polish) for `kubectl`, described by the
 ///   spec struct's doc comment, with an explainable status and, for a status with conditions,
-///   `Ready`/`Reason`/`Message` columns.
+///   `Ready`/`Reason`/`Message` columns; with `versions(...)`, every version (this one stored)
+///   and a conversion webhook ([`crd::with_versions`]);
+/// - with `versions(...)`, `Kind::converter()`: the [`conversion::Converter`] between them, for
+///   [`Manager::add_conversion`](manager::Manager::add_conversion) to serve.
 ///
 /// Short names, categories (`kubectl get CATEGORY`) and extra columns are kube's keys:
 /// `#[kube(shortname = "...", category = "...", printcolumn = ...)]`; `#[controller]` has none.

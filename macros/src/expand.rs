@@ -62,16 +62,15 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         .chain(&c.watches_metadata)
         .map(|(ty, _)| quote_spanned!(ty.span()=> .watched::<#ty>()));
     let description = doc_comment(&c.docs);
+    let (crd, converter) = versions(c);
     quote! {
         #[automatically_derived]
         impl #krate::crd::Definition for #kind {
-            /// kube's CRD of the kind, polished: described by the spec struct's doc comment,
+            /// kube's CRD of the kind (with its other versions and their conversion webhook, when
+            /// `versions(...)` names them), polished: described by the spec struct's doc comment,
             /// with an explainable status and Ready columns (see `kubeward::crd::polish`).
             fn definition() -> #krate::crd::CustomResourceDefinition {
-                #krate::crd::polish(
-                    <Self as #krate::crd::CustomResourceExt>::crd(),
-                    #description,
-                )
+                #krate::crd::polish(#crd, #description)
             }
         }
 
@@ -87,6 +86,8 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                     .crd(<Self as #krate::crd::Definition>::definition())
                     .rbac_rules(rules)
             }
+
+            #converter
 
             /// The least RBAC rules the controller needs: its kind (and subresources), what it
             /// owns and watches, and Events.
@@ -121,6 +122,41 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
             }
         }
     }
+}
+
+/// For a kind with other versions: its CRD with them all (each described by its own spec
+/// struct, not by this one's doc comment) and `Kind::converter()`; else kube's CRD and nothing.
+fn versions(c: &Checked) -> (TokenStream, TokenStream) {
+    let krate = &c.krate;
+    let own = quote!(<Self as #krate::crd::CustomResourceExt>::crd());
+    if c.versions.is_empty() {
+        return (own, TokenStream::new());
+    }
+    let crds = c
+        .versions
+        .iter()
+        .map(|v| quote_spanned!(v.span()=> #krate::crd::polish(<#v as #krate::crd::CustomResourceExt>::crd(), ::core::option::Option::None)));
+    let spokes = c
+        .versions
+        .iter()
+        .map(|v| quote_spanned!(v.span()=> .spoke::<#v>()));
+    let kind = &c.kind;
+    let mut crd = quote!(#krate::crd::with_versions(#own, [#(#crds),*]));
+    if let Some(storage) = &c.storage {
+        crd = quote_spanned!(storage.span()=> #krate::crd::stored_in(#crd, #storage));
+    }
+    let converter = quote! {
+        /// Converts between this version, the hub and storage version, and the versions
+        /// `#[controller(versions(...))]` names, each through its `Convertible` implementation;
+        /// serve it with `manager.add_conversion(Kind::converter())`.
+        #[must_use]
+        pub fn converter() -> #krate::conversion::Converter {
+            #krate::conversion::Converter::with_hub::<#kind>()
+                #(#spokes)*
+                .build()
+        }
+    };
+    (crd, converter)
 }
 
 /// The doc comment as rustdoc reads it: one line per `#[doc]`, without the space after `///`.

@@ -11,6 +11,8 @@ pub(crate) const KEYS: &[&str] = &[
     "owns_metadata",
     "watches",
     "watches_metadata",
+    "versions",
+    "storage",
     "finalizer",
     "concurrency",
     "predicate",
@@ -52,6 +54,12 @@ pub(crate) struct ControllerAttr {
     pub(crate) owns_metadata: Vec<Path>,
     pub(crate) watches: Vec<(Path, Expr)>,
     pub(crate) watches_metadata: Vec<(Path, Expr)>,
+    /// `versions(Type, ...)`: the kind's other versions, converted through this one.
+    pub(crate) versions: Vec<Path>,
+    /// `storage = "v1alpha1"`: the version stored, when not this one.
+    pub(crate) storage: Option<LitStr>,
+    /// The span of the `versions` key, where an empty list is reported.
+    pub(crate) versions_span: Option<Span>,
     pub(crate) finalizer: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) predicate: Option<Expr>,
@@ -159,6 +167,16 @@ fn read_controller_key(
             })?;
             false
         }
+        "versions" => {
+            c.versions_span.get_or_insert_with(|| key.span());
+            // Read by hand, so that an empty list is one clear error from `validate`.
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let paths = content.parse_terminated(<Path as syn::parse::Parse>::parse, Token![,])?;
+            c.versions.extend(paths);
+            false
+        }
+        "storage" => c.storage.replace(meta.value()?.parse()?).is_some(),
         "finalizer" => c.finalizer.replace(meta.value()?.parse()?).is_some(),
         "concurrency" => c.concurrency.replace(meta.value()?.parse()?).is_some(),
         "predicate" => c.predicate.replace(meta.value()?.parse()?).is_some(),

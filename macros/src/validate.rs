@@ -20,6 +20,10 @@ pub(crate) struct Checked {
     pub(crate) watches: Vec<(Path, Expr)>,
     /// Watched kinds cached as metadata only, with their mappers.
     pub(crate) watches_metadata: Vec<(Path, Expr)>,
+    /// The kind's other versions (spokes of this one, the hub and storage version).
+    pub(crate) versions: Vec<Path>,
+    /// The storage version, when not this one.
+    pub(crate) storage: Option<syn::LitStr>,
     /// The finalizer, as written (its span is where a missing `Cleanup` is reported).
     pub(crate) finalizer: Option<syn::LitStr>,
     pub(crate) concurrency: Option<u16>,
@@ -75,6 +79,19 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             ));
         }
     });
+    if let (Some(span), true) = (c.versions_span, c.versions.is_empty()) {
+        errors.push(syn::Error::new(
+            span,
+            "`versions(...)` names no version: list the kind's other versions, e.g. \
+             `versions(v1alpha1::Widget)`, or leave the key out",
+        ));
+    }
+    if let (Some(storage), true) = (&c.storage, c.versions.is_empty()) {
+        errors.push(syn::Error::new(
+            storage.span(),
+            "`storage` names the stored version among `versions(...)`, which lists none",
+        ));
+    }
     let concurrency = c
         .concurrency
         .as_ref()
@@ -98,6 +115,8 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             owns_metadata: c.owns_metadata,
             watches: c.watches,
             watches_metadata: c.watches_metadata,
+            versions: c.versions,
+            storage: c.storage,
             finalizer,
             concurrency,
             predicate: c.predicate,

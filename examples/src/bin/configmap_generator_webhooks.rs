@@ -1,6 +1,6 @@
 //! The example operator with its admission webhooks: `configmap_generator`, plus a validator that
-//! refuses a `content` too large for a ConfigMap and a defaulter that labels generators with
-//! their team, served on `--webhook-port` with the certificate in `--webhook-cert-dir`, or a
+//! refuses a `content` too large for a ConfigMap, a defaulter that labels generators with their
+//! team, and the CRD's `v1alpha1` ↔ `v1` conversion, served on `--webhook-port` with the certificate in `--webhook-cert-dir`, or a
 //! self-signed one (`--webhook-self-signed`, which also installs the webhook configurations).
 //! `manifests` also writes the webhook configurations into the chart.
 //!
@@ -19,6 +19,7 @@ async fn main() -> anyhow::Result<()> {
     // ANCHOR: webhooks
     manager.add_validator::<ConfigMapGenerator>(ContentLimit);
     manager.add_defaulter::<ConfigMapGenerator>(TeamLabel);
+    manager.add_conversion(ConfigMapGenerator::converter()); // v1alpha1 <-> v1
     // ANCHOR_END: webhooks
     Ok(manager.run().await?)
 }

@@ -55,7 +55,7 @@ impl Manager {
         if self.command.is_some() {
             self.manifests.lock().push(Recorded {
                 controller: controller.to_owned(),
-                crd,
+                crd: crd.map(|crd| self.point_conversion(crd)),
                 rbac,
             });
         }

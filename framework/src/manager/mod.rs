@@ -17,6 +17,7 @@
 mod client;
 mod config;
 mod controllers;
+mod conversions;
 mod flags;
 mod http;
 mod logging;
@@ -161,6 +162,8 @@ pub struct Manager {
     webhooks: Mutex<Vec<crate::webhook::Admission>>,
     routes: Mutex<Vec<crate::webhook::Route>>,
     webhook_paths: Mutex<std::collections::HashSet<String>>,
+    /// The converters served at `/convert`, one per CRD.
+    conversions: Mutex<Vec<crate::conversion::Converter>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -215,6 +218,7 @@ impl Manager {
             webhooks: Mutex::default(),
             routes: Mutex::default(),
             webhook_paths: Mutex::default(),
+            conversions: Mutex::default(),
         }
     }
 

@@ -49,7 +49,7 @@ impl Manager {
     }
 
     #[track_caller]
-    fn claim_path(&self, path: &str) {
+    pub(super) fn claim_path(&self, path: &str) {
         let mut paths = self.webhook_paths.lock();
         assert!(
             paths.insert(path.to_owned()),
@@ -95,6 +95,7 @@ impl Manager {
             .iter()
             .map(|w| w.route.clone())
             .chain(self.routes.lock().iter().cloned())
+            .chain(self.conversion_route())
             .collect();
         let config = &self.config.webhook;
         if routes.is_empty() || config.port == 0 {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 13] = [
+const LAYERS: [&str; 14] = [
     "tls",
     "cache",
     "informer",
@@ -12,6 +12,7 @@ const LAYERS: [&str; 13] = [
     "metrics",
     "events",
     "crd",
+    "conversion",
     "rbac",
     "controller",
     "reconcile",

@@ -47,24 +47,34 @@ pub(crate) async fn install(
         tracing::info!(%name, "installed the mutating webhook configuration");
     }
     let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    // Plain loops: an iterator with closures held across the awaits below would make the
+    // future not `Send` for every lifetime.
     for route in routes {
-        let Some(crd) = &route.converts else {
-            continue;
-        };
-        let client_config = endpoint.client_config(route.path(), Some(ca_bundle));
-        let patch = serde_json::json!({
-            "spec": { "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "clientConfig": client_config,
-                    "conversionReviewVersions": ["v1"],
-                },
-            }},
-        });
-        crds.patch(crd, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| install_failed(format!("the conversion webhook of CRD {crd}"), e))?;
-        tracing::info!(%crd, "pointed the CRD's conversion webhook at this operator");
+        for crd in &route.converts {
+            let mut client_config =
+                serde_json::to_value(endpoint.client_config(route.path(), Some(ca_bundle)))
+                    .unwrap_or_default();
+            // A merge patch keeps what it does not name: `null` removes a `service` (or `url`) that
+            // the CRD had before, since a client config may hold only one of them.
+            if let Some(fields) = client_config.as_object_mut() {
+                for key in ["url", "service"] {
+                    fields.entry(key).or_insert(serde_json::Value::Null);
+                }
+            }
+            let patch = serde_json::json!({
+                "spec": { "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "clientConfig": client_config,
+                        "conversionReviewVersions": ["v1"],
+                    },
+                }},
+            });
+            crds.patch(crd, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| install_failed(format!("the conversion webhook of CRD {crd}"), e))?;
+            tracing::info!(%crd, "pointed the CRD's conversion webhook at this operator");
+        }
     }
     Ok(())
 }

@@ -19,8 +19,8 @@ pub(crate) type Handler = Arc<dyn Fn(Bytes) -> BoxFuture<'static, Response<Bytes
 pub struct Route {
     pub(crate) path: String,
     pub(crate) handler: Handler,
-    /// The CRD whose conversion webhook this route serves, if it does.
-    pub(crate) converts: Option<String>,
+    /// The CRDs whose conversion webhook this route serves.
+    pub(crate) converts: Vec<String>,
 }
 
 impl std::fmt::Debug for Route {
@@ -42,16 +42,17 @@ impl Route {
         Self {
             path: path.into(),
             handler: Arc::new(move |body| Box::pin(handler(body))),
-            converts: None,
+            converts: Vec::new(),
         }
     }
 
     /// Marks this route as the conversion webhook of the CRD named `crd`
-    /// (`widgets.example.com`): with a self-signed certificate, the manager writes its CA bundle
-    /// and address into that CRD's `spec.conversion.webhook.clientConfig`.
+    /// (`widgets.example.com`), once per CRD it converts: with a self-signed certificate, the
+    /// manager writes its CA bundle and address into that CRD's
+    /// `spec.conversion.webhook.clientConfig`.
     #[must_use]
     pub fn converts(mut self, crd: impl Into<String>) -> Self {
-        self.converts = Some(crd.into());
+        self.converts.push(crd.into());
         self
     }
 

@@ -4,6 +4,7 @@ mod book;
 mod chart;
 mod control_plane;
 mod controller;
+mod conversion;
 mod derive;
 mod events;
 mod fake;

@@ -33,8 +33,9 @@ fn the_comparison_table_is_what_scripts_loc_counts() {
     );
 }
 
+/// 64 lines, and one more since the CRD declares its older version (`versions(...)`).
 #[test]
-fn the_example_operator_is_at_most_64_lines() {
+fn the_example_operator_is_at_most_65_lines() {
     let text = page("from-kube-rs-and-controller-runtime.md");
     let lines: u32 = text
         .lines()
@@ -43,7 +44,7 @@ fn the_example_operator_is_at_most_64_lines() {
         .and_then(|n| n.trim().parse().ok())
         .expect("the table has a kubeward row ending in its line count");
     assert!(
-        lines <= 64,
+        lines <= 65,
         "the example operator has grown to {lines} lines"
     );
 }
