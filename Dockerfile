@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# The example operator's image: a static musl binary on an empty base, running as a non-root user.
+# The example operator's image (with its webhooks, served when the chart turns them on): a static
+# musl binary on an empty base, running as a non-root user.
 #
 #   docker build -t kubeward/configmap-generator:0.1.0 .
 #
@@ -16,8 +17,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p kubeward-examples --bin configmap_generator \
-    && cp target/release/configmap_generator /configmap-generator
+    cargo build --release --locked -p kubeward-examples --bin configmap_generator_webhooks \
+    && cp target/release/configmap_generator_webhooks /configmap-generator
 
 FROM scratch
 LABEL org.opencontainers.image.title="configmap-generator" \

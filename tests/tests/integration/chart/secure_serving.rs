@@ -146,6 +146,16 @@ async fn webhooks_are_off_by_default_and_their_server_with_them() -> anyhow::Res
     assert!(!is_named(&docs, "Service", WEBHOOK_SERVICE));
     let crd = the(&docs, "CustomResourceDefinition")?;
     assert!(crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].is_null());
+    // Nothing converts, so only the stored version is served.
+    assert_eq!(crd["spec"]["conversion"]["strategy"].as_str(), Some("None"));
+    let versions = crd["spec"]["versions"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
+    assert!(versions.len() > 1, "the example's CRD has several versions");
+    for version in &versions {
+        assert_eq!(version["served"], version["storage"], "{version:?}");
+    }
     Ok(())
 }
 
@@ -272,6 +282,21 @@ async fn webhooks_with_cert_manager_get_an_issuer_a_mounted_certificate_and_its_
     let inject = format!("default/{CERTIFICATE}");
     let crd = the(&docs, "CustomResourceDefinition")?;
     assert_eq!(crd["metadata"]["name"].as_str(), Some(CRD_NAME));
+    let conversion = &crd["spec"]["conversion"];
+    assert_eq!(conversion["strategy"].as_str(), Some("Webhook"));
+    assert_eq!(
+        conversion["webhook"]["clientConfig"]["service"]["name"].as_str(),
+        Some(WEBHOOK_SERVICE),
+        "the CRD converts through the chart's webhook Service"
+    );
+    let versions = crd["spec"]["versions"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        versions.iter().all(|v| v["served"].as_bool() == Some(true)),
+        "{versions:?}"
+    );
     for object in assert_configurations_call_the_service(&docs)?
         .into_iter()
         .chain([crd])
