@@ -159,6 +159,25 @@ async fn webhooks_are_off_by_default_and_their_server_with_them() -> anyhow::Res
     Ok(())
 }
 
+/// The CRD converts through the chart's webhook Service, serving every version.
+fn assert_converts_through_the_service(crd: &Value) {
+    let conversion = &crd["spec"]["conversion"];
+    assert_eq!(conversion["strategy"].as_str(), Some("Webhook"));
+    assert_eq!(
+        conversion["webhook"]["clientConfig"]["service"]["name"].as_str(),
+        Some(WEBHOOK_SERVICE),
+        "the CRD converts through the chart's webhook Service"
+    );
+    let versions = crd["spec"]["versions"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        versions.iter().all(|v| v["served"].as_bool() == Some(true)),
+        "{versions:?}"
+    );
+}
+
 /// The webhook configurations call the webhook Service at their paths, with the values' policy.
 fn assert_configurations_call_the_service(docs: &[Value]) -> anyhow::Result<Vec<&Value>> {
     let mut configurations = Vec::new();
@@ -282,21 +301,7 @@ async fn webhooks_with_cert_manager_get_an_issuer_a_mounted_certificate_and_its_
     let inject = format!("default/{CERTIFICATE}");
     let crd = the(&docs, "CustomResourceDefinition")?;
     assert_eq!(crd["metadata"]["name"].as_str(), Some(CRD_NAME));
-    let conversion = &crd["spec"]["conversion"];
-    assert_eq!(conversion["strategy"].as_str(), Some("Webhook"));
-    assert_eq!(
-        conversion["webhook"]["clientConfig"]["service"]["name"].as_str(),
-        Some(WEBHOOK_SERVICE),
-        "the CRD converts through the chart's webhook Service"
-    );
-    let versions = crd["spec"]["versions"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        versions.iter().all(|v| v["served"].as_bool() == Some(true)),
-        "{versions:?}"
-    );
+    assert_converts_through_the_service(crd);
     for object in assert_configurations_call_the_service(&docs)?
         .into_iter()
         .chain([crd])
