@@ -280,10 +280,7 @@ impl ControlPlane {
     }
 
     async fn start_once(binaries: &Binaries, flags: &[&str]) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("kubeward-cp-")
-            .tempdir()
-            .map_err(io_error("creating a temporary folder"))?;
+        let dir = super::scratch::scratch_dir()?;
         let root = dir.path().to_owned();
         let token = random_hex(16)?;
         write(

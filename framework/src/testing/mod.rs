@@ -23,6 +23,7 @@ mod lease;
 mod noop;
 mod process;
 mod proxy;
+mod scratch;
 mod tls;
 mod wait;
 
