@@ -127,3 +127,41 @@ async fn a_client_without_sni_or_alpn_is_served_with_the_default_certificate() {
     assert_eq!(answer.status(), 200);
     stop.cancel();
 }
+
+#[tokio::test]
+async fn garbage_and_plain_http_on_the_port_end_their_connection_and_the_server_keeps_serving() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let stop = CancellationToken::new();
+    let (addr, ca) = start(&stop).await;
+    for garbage in [
+        &b"\x00\xff garbage that is no TLS record\r\n\r\n"[..],
+        b"POST /validate--v1-configmap HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    ] {
+        let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
+        raw.write_all(garbage).await.unwrap();
+        // The server ends the connection (at most with a TLS alert): read until it closes.
+        let mut answer = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(10), raw.read_to_end(&mut answer)).await;
+        assert!(closed.is_ok(), "the server kept a garbage connection open");
+        assert!(
+            !String::from_utf8_lossy(&answer).contains("HTTP/1.1 200"),
+            "{answer:?}"
+        );
+    }
+    let client = connector(&ca, &[], true);
+    let stream = connect(&client, addr, "localhost").await.unwrap();
+    let answer = Sender::start(stream)
+        .await
+        .unwrap()
+        .send(post(
+            "/validate--v1-configmap",
+            Some("application/json"),
+            REVIEW.into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "the server still serves");
+    stop.cancel();
+}
