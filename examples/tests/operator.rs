@@ -10,8 +10,8 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{
-    Binaries, ControlPlane, TcpProxy, free_addr, get, install_definition, lease_holder, scrape,
-    wait_for,
+    Binaries, ControlPlane, TcpProxy, events_about, free_addr, get, install_definition,
+    lease_holder, scrape, wait_for,
 };
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
@@ -587,13 +587,26 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
         || async { configmaps.get_opt(&generated_name(&sample)).await.ok()? },
     )
     .await?;
-    // The outage hits an idle operator: the status is written and no reconcile runs or waits.
-    wait_for(
+    // The outage hits an idle operator: the status and the reconcile's Event are written (the
+    // Event by a task of its own, after the reconcile) and no reconcile runs or waits.
+    let stored = wait_for(
         Duration::from_secs(30),
         "the status to be written",
         || async {
-            let status = generators.get("before").await.ok()?.status?;
-            status.observed_generation.map(|_| ())
+            let stored = generators.get("before").await.ok()?;
+            stored.status.as_ref()?.observed_generation.map(|_| stored)
+        },
+    )
+    .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the reconcile's Event to be written",
+        || async {
+            let events = events_about(cp.client(), &stored).await.ok()?;
+            events
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("Generated"))
+                .then_some(())
         },
     )
     .await?;
