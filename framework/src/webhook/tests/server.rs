@@ -108,13 +108,14 @@ async fn bad_requests_get_clear_errors_and_the_server_keeps_serving() {
     stop.cancel();
 }
 
-#[tokio::test]
-async fn a_client_without_sni_or_alpn_is_served_with_the_default_certificate() {
-    let stop = CancellationToken::new();
-    let (addr, ca) = start(&stop).await;
-    let client = connector(&ca, &[], false);
-    let stream = connect(&client, addr, "127.0.0.1").await.unwrap();
-    let answer = Sender::start(stream)
+/// The status of one valid review posted on a new connection through `client` to `host`.
+async fn review_status(
+    client: &tokio_rustls::TlsConnector,
+    addr: std::net::SocketAddr,
+    host: &str,
+) -> http::StatusCode {
+    let stream = connect(client, addr, host).await.unwrap();
+    Sender::start(stream)
         .await
         .unwrap()
         .send(post(
@@ -123,8 +124,16 @@ async fn a_client_without_sni_or_alpn_is_served_with_the_default_certificate() {
             REVIEW.into(),
         ))
         .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_client_without_sni_or_alpn_is_served_with_the_default_certificate() {
+    let stop = CancellationToken::new();
+    let (addr, ca) = start(&stop).await;
+    let status = review_status(&connector(&ca, &[], false), addr, "127.0.0.1").await;
+    assert_eq!(status, 200);
     stop.cancel();
 }
 
@@ -150,18 +159,7 @@ async fn garbage_and_plain_http_on_the_port_end_their_connection_and_the_server_
             "{answer:?}"
         );
     }
-    let client = connector(&ca, &[], true);
-    let stream = connect(&client, addr, "localhost").await.unwrap();
-    let answer = Sender::start(stream)
-        .await
-        .unwrap()
-        .send(post(
-            "/validate--v1-configmap",
-            Some("application/json"),
-            REVIEW.into(),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200, "the server still serves");
+    let status = review_status(&connector(&ca, &[], true), addr, "localhost").await;
+    assert_eq!(status, 200, "the server still serves");
     stop.cancel();
 }
