@@ -6,10 +6,10 @@ use std::sync::Arc;
 use kube::{Client, Resource};
 
 use super::own_writes::OwnWrites;
-use crate::cache::{ObjectKey, Store};
+use crate::cache::Store;
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, Factory, Watchable};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ReadMetrics};
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
 pub struct Context<K> {
@@ -24,6 +24,7 @@ struct Inner<K> {
     namespace: Option<String>,
     recorder: Recorder,
     own_writes: Arc<OwnWrites>,
+    reads: ReadMetrics,
 }
 
 impl<K> Clone for Context<K> {
@@ -53,6 +54,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         own_writes: Arc<OwnWrites>,
     ) -> Self {
         let recorder = Recorder::new(client.clone(), name.clone()).metrics(metrics);
+        let reads = metrics.reads(&name);
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -62,6 +64,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 namespace,
                 recorder,
                 own_writes,
+                reads,
             }),
         }
     }
@@ -82,12 +85,6 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     #[must_use]
     pub fn store(&self) -> &Store<K> {
         &self.inner.store
-    }
-
-    /// The cached state of the object with `key`.
-    #[must_use]
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.store.get(key)
     }
 
     /// The cache of another kind, e.g. one the controller owns or watches, once it has synced:
@@ -122,6 +119,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// The one namespace the manager watches, `None` for all.
     pub(crate) fn namespace(&self) -> Option<&str> {
         self.inner.namespace.as_deref()
+    }
+
+    /// The counters of the reads `get` and `list` serve.
+    pub(crate) fn reads(&self) -> &ReadMetrics {
+        &self.inner.reads
     }
 
     /// The controller's event recorder, for Kubernetes Events on any object.

@@ -40,6 +40,7 @@ mod finalizer;
 mod intake;
 mod own_writes;
 mod predicate;
+mod reads;
 mod reconcile_id;
 mod reconciler;
 mod running;

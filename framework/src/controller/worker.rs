@@ -48,7 +48,7 @@ pub(super) async fn work<K: Watchable>(
 }
 
 async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>, key: &ObjectKey) {
-    let Some(obj) = shared.ctx.get(key) else {
+    let Some(obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
         queue.forget(key);
         return;

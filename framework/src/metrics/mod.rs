@@ -9,6 +9,7 @@ mod client;
 mod controller;
 mod events;
 mod informer;
+mod reads;
 mod reference;
 mod workqueue;
 
@@ -22,6 +23,7 @@ pub use client::{ClientMetricsLayer, ClientMetricsService, REST_CLIENT_DURATION_
 pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use events::EventMetrics;
 pub(crate) use informer::InformerCollector;
+pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
 pub(crate) use workqueue::WorkqueueMetrics;
 
@@ -59,6 +61,7 @@ pub struct Metrics {
     pub(crate) retries: CounterVec,
     pub(crate) leader: IntGaugeVec,
     pub(crate) events: IntCounterVec,
+    pub(crate) reads: IntCounterVec,
     pub(crate) rest_requests: IntCounterVec,
     pub(crate) rest_duration: HistogramVec,
 }
@@ -92,6 +95,7 @@ impl Metrics {
             retries: CounterVec::new(opts(13), labels(13))?,
             leader: IntGaugeVec::new(opts(14), labels(14))?,
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
+            reads: IntCounterVec::new(opts(READS), labels(READS))?,
             rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
@@ -114,6 +118,7 @@ impl Metrics {
         registry.register(Box::new(metrics.retries.clone()))?;
         registry.register(Box::new(metrics.leader.clone()))?;
         registry.register(Box::new(metrics.events.clone()))?;
+        registry.register(Box::new(metrics.reads.clone()))?;
         registry.register(Box::new(metrics.rest_requests.clone()))?;
         registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
@@ -134,6 +139,11 @@ impl Metrics {
     /// The `kubeward_events_total` series of the Event recorder of `controller`.
     pub(crate) fn events(&self, controller: &str) -> EventMetrics {
         EventMetrics::new(self, controller)
+    }
+
+    /// The `kubeward_reads_total` series of the context of `controller`.
+    pub(crate) fn reads(&self, controller: &str) -> ReadMetrics {
+        ReadMetrics::new(self, controller)
     }
 
     /// A layer for a kube client talking to the API server at `host` (`HOST:PORT`) that records
@@ -186,6 +196,8 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
 const EVENTS: usize = 21;
+/// Where `kubeward_reads_total` is in [`REFERENCE`].
+const READS: usize = 22;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
 const REST_CLIENT: usize = REFERENCE.len() - 2;
 
@@ -231,6 +243,7 @@ mod tests {
         let _ = metrics.controller("demo", 2);
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
+        metrics.reads("demo").count("configmaps", ReadSource::Cache);
         metrics.set_leader("demo", true);
         metrics
             .queue_duration

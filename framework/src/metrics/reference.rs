@@ -175,6 +175,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Events a controller recorded, by result (created, aggregated, limited, dropped, failed).",
     },
     Family {
+        name: "kubeward_reads_total",
+        kind: Kind::Counter,
+        labels: &["controller", "resource", "source"],
+        help: "Reads of a reconcile's context (`ctx.get`, `ctx.list`), by resource and where they were served from (cache, api).",
+    },
+    Family {
         name: "process_cpu_seconds_total",
         kind: Kind::Counter,
         labels: &[],

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 mod owned;
 mod rbac;
+mod reads;
 mod status;
 
 /// How long the controller may take to react to a change.
@@ -152,12 +153,13 @@ pub(crate) fn bundle(name: &str, children: &[&str]) -> Bundle {
     bundle
 }
 
-/// The writes (every request but GET) a client sent, as `METHOD path`.
+/// Requests a client sent: writes (every request but GET) as `METHOD path`, or reads (GETs,
+/// watches included) as `path?query`.
 #[derive(Clone, Default)]
-pub(crate) struct Writes(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Sent(Arc<Mutex<Vec<String>>>);
 
-impl Writes {
-    /// The writes so far whose path contains `fragment`.
+impl Sent {
+    /// The requests so far whose path (and query, for reads) contains `fragment`.
     pub(crate) fn to(&self, fragment: &str) -> Vec<String> {
         self.0
             .lock()
@@ -178,11 +180,12 @@ impl Writes {
     }
 }
 
-/// A client service that records each write, then sends the request through `inner`.
+/// A client service that records each request, then sends it through `inner`.
 #[derive(Clone)]
 struct Counting {
     inner: Client,
-    writes: Writes,
+    writes: Sent,
+    reads: Sent,
 }
 
 type Request = http::Request<kube::client::Body>;
@@ -198,8 +201,12 @@ impl tower_service::Service<Request> for Counting {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if request.method() != http::Method::GET {
-            let write = format!("{} {}", request.method(), request.uri().path());
+        let uri = request.uri();
+        if request.method() == http::Method::GET {
+            let read = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+            self.reads.0.lock().push(read.to_owned());
+        } else {
+            let write = format!("{} {}", request.method(), uri.path());
             self.writes.0.lock().push(write);
         }
         let inner = self.inner.clone();
@@ -207,14 +214,15 @@ impl tower_service::Service<Request> for Counting {
     }
 }
 
-/// An admin client that records its writes in the returned [`Writes`].
-pub(crate) fn counting_client(cp: &ControlPlane) -> (Client, Writes) {
-    let writes = Writes::default();
+/// An admin client that records its writes and its reads in the returned logs.
+pub(crate) fn counting_client(cp: &ControlPlane) -> (Client, Sent, Sent) {
+    let (writes, reads) = (Sent::default(), Sent::default());
     let service = Counting {
         inner: cp.client(),
         writes: writes.clone(),
+        reads: reads.clone(),
     };
-    (Client::new(service, "default"), writes)
+    (Client::new(service, "default"), writes, reads)
 }
 
 /// A running manager with the test controller, watching `ns` only.

@@ -22,7 +22,7 @@ async fn apply_sets_the_controller_owner_and_field_manager_and_an_unchanged_reco
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
     let (ns, bundles) = namespace(cp, "kit-apply").await?;
-    let (client, writes) = counting_client(cp);
+    let (client, writes, _) = counting_client(cp);
     let running = Running::start(client, &ns);
     let created = create_ready(&bundles, &bundle("web", &["one", "two"])).await?;
 
