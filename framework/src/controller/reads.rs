@@ -53,11 +53,12 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// # use std::sync::Arc;
     /// # use k8s_openapi::api::core::v1::{ConfigMap, Pod};
     /// # use kubeward::controller::Context;
-    /// # pub async fn f(ctx: &Context<ConfigMap>, cm: Arc<ConfigMap>) -> Result<(), kube::Error> {
+    /// # async fn f(ctx: &Context<ConfigMap>, cm: Arc<ConfigMap>) -> Result<(), kube::Error> {
     /// use kube::core::{Expression, Selector};
     /// let web: Selector = Expression::Equal("app".into(), "web".into()).into();
     /// let pods = ctx.list::<Pod>(cm.metadata.namespace.as_deref(), &web).await?;
     /// # let _ = pods; Ok(()) }
+    /// # let _ = f;
     /// ```
     ///
     /// # Errors
