@@ -80,9 +80,11 @@ fn memory<K: Kind>(fixture: &Fixture) -> anyhow::Result<Vec<Row>> {
         measure("kubeward, managedFields kept", fixture, || {
             Kubeward::<K>::new(false)
         })?,
-        measure("kubeward, metadata only", &metadata, || {
-            Kubeward::<PartialObjectMeta<K>>::new(true)
-        })?,
+        measure(
+            "kubeward, metadata only (`owns_metadata`, `watches_metadata`)",
+            &metadata,
+            || Kubeward::<PartialObjectMeta<K>>::new(true),
+        )?,
         measure("kubeward compact, hot set full", fixture, || {
             Kubeward::<K>::compact(true, HOT)
         })?,
