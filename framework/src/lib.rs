@@ -75,6 +75,7 @@ pub mod metrics;
 pub mod queue;
 pub mod rbac;
 pub mod reconcile;
+pub mod sharding;
 mod spare_capacity;
 pub mod tls;
 pub mod webhook;

@@ -1,0 +1,29 @@
+//! Shards one controller over replicas, each caching and reconciling only its share.
+//!
+//! The protocol is kubernetes-controller-sharding's (alpha), so its sharder can drive kubeward
+//! shards and kubeward's sharder assigns as its does:
+//!
+//! - A **controller ring** names the resources sharded together: a controller's kind and the
+//!   kinds it owns. Each replica holds its own **shard Lease** in the operator's namespace, named
+//!   by its shard id, held by it and labelled [`RING_LABEL`]`=<ring>`; a shard is available while
+//!   its Lease is held by itself and fresh ([`Shards`]).
+//! - The **sharder** hashes each object's key (`group/Kind/namespace/name`; an owned object
+//!   takes its controller owner's) onto a [`HashRing`] of the available shards and sets
+//!   [`shard_label`]`(ring)` to the shard. When the ring moves an object away from a live shard,
+//!   it sets [`drain_label`]`(ring)` instead ([`decide`]); the shard, once no reconcile of the
+//!   object runs, removes both labels and drops it, and only then does the sharder assign it
+//!   anew. Objects of a shard that is gone move at once.
+//! - Each shard's informers select only objects labelled with its id, so its cache, watches and
+//!   queue hold only its share.
+
+mod assignment;
+mod hash_ring;
+mod key;
+mod labels;
+mod shards;
+
+pub use assignment::{Decision, decide};
+pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
+pub use key::{controller_key, object_key};
+pub use labels::{RING_LABEL, drain_label, shard_label};
+pub use shards::Shards;
