@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 use kube::core::PartialObjectMeta;
 
+use super::drain::Draining;
 use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
 use super::source::Source;
@@ -15,6 +16,7 @@ use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
+use crate::sharding::KindSharder;
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
@@ -62,6 +64,10 @@ pub struct Controller<K> {
     pub(crate) rbac: Option<Vec<PolicyRule>>,
     pub(crate) reporting: Reporting,
     pub(crate) to_json: ToJson<K>,
+    /// The controller ring it belongs to, if it can be sharded.
+    pub(crate) ring: Option<String>,
+    /// The sharders of its kind and the kinds it owns, for a sharded run.
+    pub(crate) kinds: Vec<KindSharder>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -74,6 +80,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("triggers", &self.triggers.len())
             .field("sources", &self.sources.len())
             .field("reporting", &self.reporting)
+            .field("ring", &self.ring)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +130,8 @@ impl<K: Watchable> Controller<K> {
             rbac: None,
             reporting: Reporting::default(),
             to_json: |obj: &K| serde_json::to_value(obj),
+            ring: None,
+            kinds: vec![KindSharder::main::<K>()],
         }
     }
 
@@ -177,17 +186,21 @@ impl<K: Watchable> Controller<K> {
     /// whenever an object of `C` changes.
     pub fn owns<C: Watchable>(mut self) -> Self {
         self.triggers.push(owner_trigger::<K, C>());
+        self.kinds.push(KindSharder::owned::<C>());
         self
     }
 
     /// As [`owns`](Self::owns), caching only the metadata of `C` (controller-runtime's
     /// `OnlyMetadata`): the owner and generation of an owned Secret or large ConfigMap without
     /// its body. Controllers owning the same kind this way share one metadata informer of it.
-    pub fn owns_metadata<C: Watchable>(self) -> Self
+    pub fn owns_metadata<C: Watchable>(mut self) -> Self
     where
         PartialObjectMeta<C>: Watchable,
     {
-        self.owns::<PartialObjectMeta<C>>()
+        self.triggers
+            .push(owner_trigger::<K, PartialObjectMeta<C>>());
+        self.kinds.push(KindSharder::owned::<C>());
+        self
     }
 
     /// Reconciles the objects of `K` that `mapper` names whenever an object of `W` changes.
@@ -255,6 +268,25 @@ impl<K: Watchable> Controller<K> {
     /// something else for this kind.
     pub fn report_errors_on_status(mut self, on: bool) -> Self {
         self.reporting.status = on;
+        self
+    }
+
+    /// Puts the controller in the controller ring `ring`, so that it can be sharded over
+    /// replicas. On a manager that runs as a shard of `ring` (`--shard-ring`), it reconciles and
+    /// caches only the objects assigned to this shard (and the objects they own), and the
+    /// manager's leader runs the sharder that assigns them; elsewhere it runs as any controller.
+    /// See [`sharding`](crate::sharding).
+    pub fn ring(mut self, ring: impl Into<String>) -> Self {
+        self.ring = Some(ring.into());
+        self
+    }
+
+    /// The controller as one shard of its ring runs it: objects the sharder drains are handed
+    /// back instead of reconciled.
+    pub(crate) fn into_shard(mut self) -> Self {
+        if let Some(ring) = &self.ring {
+            self.reconciler = Arc::new(Draining::new(self.reconciler, ring));
+        }
         self
     }
 

@@ -33,6 +33,7 @@ mod builder;
 mod cleanup;
 mod cluster;
 mod context;
+mod drain;
 mod erased;
 mod error;
 mod failure;

@@ -1,5 +1,6 @@
 //! Runs the election against a `coordination.k8s.io/v1` Lease: reads, decides, writes, repeats.
 
+use std::collections::BTreeMap;
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::future::Future;
@@ -55,6 +56,8 @@ pub struct LeaderElector {
     published: Option<Term>,
     on_started: Option<Hook>,
     on_stopped: Option<Hook>,
+    /// Labels the Lease carries (a shard Lease's ring), set on every write.
+    labels: BTreeMap<String, String>,
 }
 
 impl fmt::Debug for LeaderElector {
@@ -100,7 +103,15 @@ impl LeaderElector {
             published: None,
             on_started: None,
             on_stopped: None,
+            labels: BTreeMap::new(),
         })
+    }
+
+    /// Labels the Lease carries, set when it is created and on every write (other labels kept).
+    #[must_use]
+    pub(crate) fn labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.labels = labels;
+        self
     }
 
     /// Calls `hook` with the new term whenever this candidate starts leading.
@@ -215,7 +226,7 @@ impl LeaderElector {
     async fn write(&mut self, lease: Option<Lease>, write: &Write) {
         let started_at = Instant::now();
         let result = if let Some(lease) = lease {
-            let lease = with_record(lease, &write.record);
+            let lease = self.labelled(with_record(lease, &write.record));
             self.api
                 .replace(&self.name, &PostParams::default(), &lease)
                 .await
@@ -224,13 +235,13 @@ impl LeaderElector {
                 name: Some(self.name.clone()),
                 ..ObjectMeta::default()
             };
-            let lease = with_record(
+            let lease = self.labelled(with_record(
                 Lease {
                     metadata,
                     spec: None,
                 },
                 &write.record,
-            );
+            ));
             self.api.create(&PostParams::default(), &lease).await
         };
         match result {
@@ -310,6 +321,15 @@ impl LeaderElector {
         self.state.written(&write, started_at, Instant::now());
         self.publish();
         Ok(true)
+    }
+
+    /// `lease` with this elector's labels added.
+    fn labelled(&self, mut lease: Lease) -> Lease {
+        if !self.labels.is_empty() {
+            let labels = lease.metadata.labels.get_or_insert_with(BTreeMap::new);
+            labels.extend(self.labels.clone());
+        }
+        lease
     }
 
     /// Publishes the state to the watch channel and calls the hooks on a change of term.

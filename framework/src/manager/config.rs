@@ -73,6 +73,46 @@ pub struct Config {
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) informers: informer::Config,
     pub(crate) webhook: webhook::Config,
+    pub(crate) shard: Option<Shard>,
+}
+
+/// This replica as one shard of a controller ring: the ring's controllers reconcile only the
+/// objects assigned to it (see [`sharding`](crate::sharding)).
+#[derive(Clone, Debug)]
+pub struct Shard {
+    pub(crate) ring: String,
+    pub(crate) id: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) lease: leader::Config,
+}
+
+impl Shard {
+    /// The shard `id` (unique among the ring's replicas: the pod name) of `ring`, holding its
+    /// shard Lease `id` in the pod's namespace with the default Lease timings.
+    #[must_use]
+    pub fn new(ring: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            ring: ring.into(),
+            id: id.into(),
+            namespace: None,
+            lease: leader::Config::default(),
+        }
+    }
+
+    /// The namespace of the shard Lease (default: the pod's namespace).
+    #[must_use]
+    pub fn namespace(mut self, namespace: Option<String>) -> Self {
+        self.namespace = namespace;
+        self
+    }
+
+    /// The timings of the shard Lease: how long it lasts unrenewed, and so how soon the objects
+    /// of a shard that died move.
+    #[must_use]
+    pub fn lease(mut self, config: leader::Config) -> Self {
+        self.lease = config;
+        self
+    }
 }
 
 impl Default for Config {
@@ -90,6 +130,7 @@ impl Default for Config {
             leader_election: None,
             informers: informer::Config::default(),
             webhook: webhook::Config::default(),
+            shard: None,
         }
     }
 }
@@ -178,6 +219,16 @@ impl Config {
     #[must_use]
     pub fn webhook(mut self, config: webhook::Config) -> Self {
         self.webhook = config;
+        self
+    }
+
+    /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`): the
+    /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
+    /// run on every replica, each on its share; the leader runs the sharder. `None` (the
+    /// default): every controller runs unsharded.
+    #[must_use]
+    pub fn shard(mut self, shard: Option<Shard>) -> Self {
+        self.shard = shard;
         self
     }
 

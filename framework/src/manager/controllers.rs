@@ -29,6 +29,10 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }
+        let shard_ring = manager.config().shard.as_ref().map(|s| s.ring.as_str());
+        if shard_ring.is_some() && controller.ring.as_deref() == shard_ring {
+            return manager.shard_member(controller);
+        }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .namespace(manager.config().watch_namespace().map(str::to_owned))
             .metrics(manager.metrics().clone());
@@ -50,7 +54,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 
 /// A term of leadership of a bound controller; [`Runnable::next_term`] gives the next one,
 /// sharing the binding (informers, handlers, caches).
-struct Term<K>(Bound<K>);
+pub(super) struct Term<K>(pub(super) Bound<K>);
 
 impl<K: Watchable> Runnable for Term<K> {
     fn name(&self) -> String {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use super::{Config, Error, LeaderElection, OnLeadershipLoss};
+use super::{Config, Error, LeaderElection, OnLeadershipLoss, Shard};
 use crate::{leader, webhook};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
@@ -68,6 +68,15 @@ pub struct Flags {
     /// `standby` (stop the controllers, keep the caches warm, and campaign again).
     #[arg(long, env = "KUBEWARD_LEADER_ELECTION_ON_LOSS", value_enum, default_value_t = OnLeadershipLoss::Exit)]
     pub leader_election_on_loss: OnLeadershipLoss,
+
+    /// Run as a shard of this controller ring: the ring's controllers reconcile only the objects
+    /// the sharder assigns to this replica; unsharded when unset.
+    #[arg(long, env = "KUBEWARD_SHARD_RING")]
+    pub shard_ring: Option<String>,
+
+    /// This replica's shard id, unique in its ring; defaults to the pod name (`HOSTNAME`).
+    #[arg(long, env = "KUBEWARD_SHARD_ID")]
+    pub shard_id: Option<String>,
 
     /// Watch only this namespace; all namespaces when unset.
     #[arg(long, env = "KUBEWARD_NAMESPACE")]
@@ -188,6 +197,7 @@ impl Flags {
                 "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
             ));
         }
+        let shard = self.shard(&election)?;
         let election = self.leader_elect.then(|| {
             LeaderElection::new(
                 &self.leader_election_id,
@@ -205,7 +215,35 @@ impl Flags {
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .namespace(self.namespace.clone())
-            .webhook(self.webhook_config()))
+            .webhook(self.webhook_config())
+            .shard(shard))
+    }
+
+    /// The shard these flags describe, with the leader-election timings for its Lease.
+    fn shard(&self, timing: &leader::Config) -> Result<Option<Shard>, Error> {
+        let Some(ring) = &self.shard_ring else {
+            if self.shard_id.is_some() {
+                return Err(Error::InvalidFlags(
+                    "--shard-id: a shard id needs its ring (--shard-ring)".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let id = match &self.shard_id {
+            Some(id) => id.clone(),
+            None => std::env::var("HOSTNAME").unwrap_or_default(),
+        };
+        if !is_dns_subdomain(ring) || !is_dns_subdomain(&id) {
+            return Err(Error::InvalidFlags(format!(
+                "--shard-ring {ring:?} / --shard-id {id:?}: each must be a DNS subdomain (lower-case \
+                 letters, digits, '-' and '.'); the shard id defaults to the pod name (HOSTNAME)"
+            )));
+        }
+        Ok(Some(
+            Shard::new(ring, id)
+                .namespace(self.leader_election_namespace.clone())
+                .lease(timing.clone()),
+        ))
     }
 
     /// The webhook server's configuration these flags describe.
@@ -247,6 +285,18 @@ pub(crate) fn exit_if_invalid(error: Error) -> Error {
         .exit();
     }
     error
+}
+
+/// Whether `name` can name a Lease and a label value: 1-63 lower-case letters, digits, `-` and
+/// `.`, starting and ending with a letter or digit.
+fn is_dns_subdomain(name: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (1..=63).contains(&name.len())
+        && edge(name.chars().next())
+        && edge(name.chars().last())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 /// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`; the error names the accepted forms.

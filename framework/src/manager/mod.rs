@@ -25,6 +25,7 @@ mod manifests;
 mod run;
 mod runnable;
 mod secure_metrics;
+mod sharding;
 mod shutdown;
 mod webhooks;
 
@@ -35,7 +36,7 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
+pub use self::config::{Config, LeaderElection, OnLeadershipLoss, Shard};
 pub use self::flags::{BindAddress, Flags, LogFormat};
 pub use self::http::Check;
 pub use self::logging::init_logging;
@@ -164,6 +165,10 @@ pub struct Manager {
     webhook_paths: Mutex<std::collections::HashSet<String>>,
     /// The converters served at `/convert`, one per CRD.
     conversions: Mutex<Vec<crate::conversion::Converter>>,
+    /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
+    informer_factories: crate::metrics::Factories,
+    /// A shard's factory, Lease and sharders, from its first controller until it runs.
+    sharding: Mutex<Option<sharding::Sharding>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -201,7 +206,9 @@ impl Manager {
     /// Adds the informer and process families to `registry`, which holds only `metrics` yet.
     fn assemble(client: Client, config: Config, registry: Registry, metrics: Metrics) -> Self {
         let factory = Arc::new(Factory::new(client.clone()).config(config.informers.clone()));
-        crate::metrics::register_informers(&registry, Arc::clone(&factory)).expect(CLASH);
+        let informer_factories = Arc::new(Mutex::new(vec![Arc::clone(&factory)]));
+        crate::metrics::register_informer_factories(&registry, Arc::clone(&informer_factories))
+            .expect(CLASH);
         crate::metrics::register_process(&registry).expect(CLASH);
         Self {
             factory,
@@ -219,6 +226,8 @@ impl Manager {
             routes: Mutex::default(),
             webhook_paths: Mutex::default(),
             conversions: Mutex::default(),
+            informer_factories,
+            sharding: Mutex::default(),
         }
     }
 

@@ -127,6 +127,8 @@ impl Manager {
         if let Some(command) = &self.command {
             return self.run_command(command);
         }
+        let sharding = self.take_sharding()?;
+        self.runnables.lock().extend(sharding);
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;

@@ -16,8 +16,11 @@ pub(crate) const FIRST: usize = 15;
 
 /// A collector reading the informers' [`Stats`](crate::informer::Stats) and store sizes when
 /// Prometheus scrapes, labelled `resource` with the informer's URL path and selectors.
+/// The factories whose informers a collector reports; more can be added after it is registered.
+pub(crate) type Factories = Arc<Mutex<Vec<Arc<Factory>>>>;
+
 pub(crate) struct InformerCollector {
-    factory: Arc<Factory>,
+    factory: Factories,
     /// Held while one scrape refills the families, so concurrent scrapes do not mix.
     families: Mutex<Families>,
     descs: Vec<Desc>,
@@ -41,7 +44,8 @@ impl std::fmt::Debug for InformerCollector {
 }
 
 impl InformerCollector {
-    /// A collector of the informers `factory` holds now and makes later.
+    /// A collector of the informers the factories hold now and make later (a manager's, and a
+    /// shard's).
     ///
     /// # Panics
     /// Never: the families' names, help texts and the one label are constants, and
@@ -49,7 +53,7 @@ impl InformerCollector {
     /// help text or a duplicate label; `the_informer_families_have_valid_descriptors` (in
     /// this file) builds them all.
     #[must_use]
-    pub(crate) fn new(factory: Arc<Factory>) -> Self {
+    pub(crate) fn new(factory: Factories) -> Self {
         // Each `expect` below: see `# Panics`.
         let labels = &["resource"];
         let counter = |i| {
@@ -112,7 +116,11 @@ impl Collector for InformerCollector {
             resource,
             stats,
             objects,
-        } in self.factory.observe()
+        } in self
+            .factory
+            .lock()
+            .iter()
+            .flat_map(|factory| factory.observe())
         {
             let n = seen.entry(resource.clone()).or_default();
             *n += 1;

@@ -22,7 +22,7 @@ use prometheus::{
 pub use client::{ClientMetricsLayer, ClientMetricsService, REST_CLIENT_DURATION_BUCKETS};
 pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use events::EventMetrics;
-pub(crate) use informer::InformerCollector;
+pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
 pub(crate) use workqueue::WorkqueueMetrics;
@@ -175,7 +175,16 @@ pub fn register_informers(
     registry: &Registry,
     factory: Arc<Factory>,
 ) -> Result<(), prometheus::Error> {
-    registry.register(Box::new(InformerCollector::new(factory)))
+    register_informer_factories(registry, Arc::new(parking_lot::Mutex::new(vec![factory])))
+}
+
+/// Registers the `kubeward_informer_*` families of every informer the factories in `factories`
+/// hold, read at scrape time; factories added to it later are reported too.
+pub(crate) fn register_informer_factories(
+    registry: &Registry,
+    factories: Factories,
+) -> Result<(), prometheus::Error> {
+    registry.register(Box::new(InformerCollector::new(factories)))
 }
 
 /// Registers the `process_*` families (CPU, memory, file descriptors, start time) of this

@@ -20,10 +20,12 @@ mod assignment;
 mod hash_ring;
 mod key;
 mod labels;
+mod sharder;
 mod shards;
 
 pub use assignment::{Decision, decide};
 pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
 pub use key::{controller_key, object_key};
 pub use labels::{RING_LABEL, drain_label, shard_label};
+pub(crate) use sharder::{KindSharder, Sharder};
 pub use shards::Shards;

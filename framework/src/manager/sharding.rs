@@ -1,0 +1,299 @@
+//! Runs a manager as one shard of a controller ring: its shard Lease, the ring's controllers on
+//! their share of the objects, and the sharder on the leader.
+//!
+//! The ring's controllers bind to a factory of their own whose informers select only objects
+//! labelled for this shard, and run on every replica, not only the leader: each waits until
+//! the replica holds its shard Lease and ends the run when it loses it (another shard may have
+//! its objects by then). On shutdown the Lease is released only after every one of them has
+//! stopped, so the sharder never hands an object to another shard while this one still
+//! reconciles it.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::controllers::Term;
+use super::run::pod_namespace;
+use super::{BoxError, Error, Manager, Runnable, runnable_fn};
+use crate::controller::{Cluster, Controller, Watchable};
+use crate::informer::{self, Factory};
+use crate::leader::{LeaderElector, Leadership};
+use crate::sharding::{KindSharder, RING_LABEL, Sharder, shard_label};
+
+/// What a manager running as a shard holds until it runs.
+pub(super) struct Sharding {
+    /// The ring's controllers' factory: its informers select this shard's objects.
+    factory: Arc<Factory>,
+    elector: LeaderElector,
+    leadership: Leadership,
+    /// Every running member holds a clone; the Lease waits until none is left.
+    alive: mpsc::Sender<()>,
+    gone: mpsc::Receiver<()>,
+    /// The sharders of the ring's kinds, for the leader.
+    kinds: Vec<KindSharder>,
+}
+
+impl Manager {
+    /// Binds `controller`, of this shard's ring, to the shard's factory: it reconciles only
+    /// this shard's objects, on every replica, while the replica holds its shard Lease.
+    pub(super) fn shard_member<K: Watchable>(
+        &self,
+        mut controller: Controller<K>,
+    ) -> Box<dyn Runnable> {
+        let mut sharding = self.sharding.lock();
+        if sharding.is_none() {
+            match self.start_sharding() {
+                Ok(state) => *sharding = Some(state),
+                Err(error) => {
+                    // Reported when the manager runs, as every runnable's failure is.
+                    let error: BoxError = error.into();
+                    return Box::new(runnable_fn("shard lease", false, move |_| async move {
+                        Err(error)
+                    }));
+                }
+            }
+        }
+        let Some(state) = sharding.as_mut() else {
+            unreachable!("invariant: the sharding state was made just above");
+        };
+        state.kinds.append(&mut controller.kinds);
+        let cluster = Cluster::new(Arc::clone(&state.factory))
+            .namespace(self.config().watch_namespace().map(str::to_owned))
+            .metrics(self.metrics().clone());
+        let bound = controller.into_shard().bind(&cluster);
+        let readiness = bound.clone();
+        self.add_readiness_check(
+            format!("{}-cache", bound.name()),
+            Arc::new(move || {
+                if readiness.has_synced() {
+                    Ok(())
+                } else {
+                    Err("cache not synced yet".into())
+                }
+            }),
+        );
+        Box::new(Member {
+            term: Term(bound),
+            leadership: state.leadership.clone(),
+            alive: state.alive.clone(),
+        })
+    }
+
+    /// The shard's factory and Lease, made for the first controller of its ring.
+    fn start_sharding(&self) -> Result<Sharding, Error> {
+        let Some(shard) = &self.config().shard else {
+            unreachable!("invariant: only a manager configured as a shard has shard members");
+        };
+        let mut informers = self.config().informers.clone();
+        let own = format!("{}={}", shard_label(&shard.ring), shard.id);
+        let selector = match &informers.label_selector {
+            Some(given) => format!("{given},{own}"),
+            None => own,
+        };
+        informers = informers.labels(&selector);
+        let factory = Arc::new(Factory::new(self.client()).config(informers));
+        self.informer_factories.lock().push(Arc::clone(&factory));
+        let namespace = shard
+            .namespace
+            .clone()
+            .unwrap_or_else(|| pod_namespace(&self.client()));
+        let elector = LeaderElector::new(
+            self.client(),
+            &namespace,
+            &shard.id,
+            shard.lease.clone().identity(shard.id.clone()),
+        )
+        .map_err(Error::LeaderElection)?
+        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into());
+        let leadership = elector.leadership();
+        let health = leadership.clone();
+        self.add_health_check(
+            "shard-lease",
+            Arc::new(move || health.healthy().map_err(|e| e.to_string())),
+        );
+        let (alive, gone) = mpsc::channel(1);
+        tracing::info!(ring = %shard.ring, shard = %shard.id, %namespace, "running as a shard");
+        Ok(Sharding {
+            factory,
+            elector,
+            leadership,
+            alive,
+            gone,
+            kinds: Vec::new(),
+        })
+    }
+
+    /// The shard Lease and the sharder, to run beside the ring's controllers; none for a
+    /// manager that is not a shard.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for a shard of a ring no controller of this manager is in.
+    pub(super) fn take_sharding(&self) -> Result<Vec<Box<dyn Runnable>>, Error> {
+        let Some(shard) = &self.config().shard else {
+            return Ok(Vec::new());
+        };
+        let Some(sharding) = self.sharding.lock().take() else {
+            return Err(Error::InvalidFlags(format!(
+                "--shard-ring {ring}: no controller of this operator is in ring {ring:?}; put \
+                 one there with Controller::ring or #[controller(ring = \"{ring}\")]",
+                ring = shard.ring
+            )));
+        };
+        let namespace = shard
+            .namespace
+            .clone()
+            .unwrap_or_else(|| pod_namespace(&self.client()));
+        let leases = self
+            .factory()
+            .informer_with(
+                Api::<Lease>::namespaced(self.client(), &namespace),
+                informer::Config::default().labels(&format!("{RING_LABEL}={}", shard.ring)),
+            )
+            .map_err(|e| Error::InvalidFlags(format!("--shard-ring {}: {e}", shard.ring)))?;
+        let sharder = ShardAssigner {
+            ring: shard.ring.clone(),
+            leases,
+            kinds: sharding.kinds,
+            cluster: Cluster::new(Arc::clone(self.factory()))
+                .namespace(self.config().watch_namespace().map(str::to_owned))
+                .metrics(self.metrics().clone()),
+        };
+        let lease = ShardLease {
+            name: format!("shard-lease {}/{}", shard.ring, shard.id),
+            elector: sharding.elector,
+            factory: sharding.factory,
+            alive: sharding.alive,
+            gone: sharding.gone,
+        };
+        Ok(vec![Box::new(lease), Box::new(sharder)])
+    }
+}
+
+/// One controller of the ring on this shard.
+struct Member<K> {
+    term: Term<K>,
+    leadership: Leadership,
+    alive: mpsc::Sender<()>,
+}
+
+impl<K: Watchable> Runnable for Member<K> {
+    fn name(&self) -> String {
+        self.term.name()
+    }
+
+    fn needs_leader_election(&self) -> bool {
+        false
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        let Self {
+            term,
+            mut leadership,
+            alive,
+        } = *self;
+        Box::pin(async move {
+            let _alive = alive;
+            tokio::select! {
+                held = leadership.leading() => held?,
+                () = shutdown.cancelled() => return Ok(()),
+            }
+            let name = term.name();
+            let run = Box::new(term).run(shutdown);
+            tokio::select! {
+                ended = run => ended,
+                () = leadership.lost() => Err(format!(
+                    "{name} stopped: this replica lost its shard Lease, so the sharder may give \
+                     its objects to another shard"
+                ).into()),
+            }
+        })
+    }
+}
+
+/// Holds this replica's shard Lease until every member has stopped.
+struct ShardLease {
+    name: String,
+    elector: LeaderElector,
+    factory: Arc<Factory>,
+    alive: mpsc::Sender<()>,
+    gone: mpsc::Receiver<()>,
+}
+
+impl Runnable for ShardLease {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn needs_leader_election(&self) -> bool {
+        false
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        let Self {
+            elector,
+            factory,
+            alive,
+            mut gone,
+            ..
+        } = *self;
+        Box::pin(async move {
+            drop(alive);
+            let release = CancellationToken::new();
+            // Aborted with this future: a manager dropped without shutting down stops renewing.
+            let election = AbortOnDropHandle::new(tokio::spawn(
+                elector.run(release.clone().cancelled_owned()),
+            ));
+            shutdown.cancelled().await;
+            // Every member has stopped (or never ran) when the last sender is gone.
+            while gone.recv().await.is_some() {}
+            factory.shutdown().await;
+            release.cancel();
+            election.await?;
+            Ok(())
+        })
+    }
+}
+
+/// The sharder of the ring, on the leader.
+struct ShardAssigner {
+    ring: String,
+    leases: informer::SharedInformer<Lease>,
+    kinds: Vec<KindSharder>,
+    cluster: Cluster,
+}
+
+impl Runnable for ShardAssigner {
+    fn name(&self) -> String {
+        format!("sharder {}", self.ring)
+    }
+
+    fn next_term(&self) -> Option<Box<dyn Runnable>> {
+        Some(Box::new(Self {
+            ring: self.ring.clone(),
+            leases: self.leases.clone(),
+            kinds: self.kinds.clone(),
+            cluster: self.cluster.clone(),
+        }))
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move {
+            let sharder = Sharder::new(self.ring, self.leases, self.kinds);
+            Ok(sharder.run(&self.cluster, shutdown).await?)
+        })
+    }
+}

@@ -1,0 +1,312 @@
+//! Assigns a ring's objects to its shards, from their metadata alone.
+//!
+//! The sharder runs in one replica (under leader election). It caches the ring's shard Leases
+//! and the metadata of every object of the ring's kinds, nothing more. Each kind has a work
+//! queue fed with an object whenever its labels change, and with every object whenever the set
+//! of available shards changes ([`watch_ring`]); its workers apply [`decide`] with a merge
+//! patch guarded by the resourceVersion they read.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::core::{ObjectMeta, PartialObjectMeta, Request};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use kube::Client;
+use tokio::task::JoinSet;
+
+use super::{
+    Decision, HashRing, Shards, controller_key, decide, drain_label, object_key, shard_label,
+};
+use crate::cache::ObjectKey;
+use crate::controller::Cluster;
+use crate::informer::{self, SharedInformer, Watchable, handler_fns, namespace_of};
+use crate::queue::WorkQueue;
+
+/// The available shards of a ring and the hash ring over them, as the sharder last saw them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct View {
+    pub(crate) available: BTreeSet<String>,
+    pub(crate) ring: HashRing,
+}
+
+/// What a kind's sharder reads the ring from.
+type Ring = watch::Receiver<Arc<View>>;
+
+/// How the sharder finds an object's ring key: its own, or its controller owner's.
+#[derive(Clone, Copy)]
+pub(crate) struct KindSharder {
+    bind: fn(&Cluster, &str, Ring) -> Box<dyn SharderRun>,
+}
+
+impl std::fmt::Debug for KindSharder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KindSharder")
+    }
+}
+
+impl KindSharder {
+    /// The sharder of a ring's main kind `K`, hashed by each object's own key.
+    pub(crate) fn main<K: Watchable>() -> Self {
+        Self {
+            bind: |cluster, ring, view| {
+                bind::<K>(cluster, ring, view, |meta| {
+                    Some(object_key::<K>(
+                        meta.namespace.as_deref(),
+                        meta.name.as_deref()?,
+                    ))
+                })
+            },
+        }
+    }
+
+    /// The sharder of a kind `C` the ring's controller owns, hashed by each object's controller
+    /// owner's key (objects without one are not sharded).
+    pub(crate) fn owned<C: Watchable>() -> Self {
+        Self {
+            bind: |cluster, ring, view| bind::<C>(cluster, ring, view, controller_key),
+        }
+    }
+}
+
+/// A kind's sharder, bound to its informer, without its kind.
+pub(crate) trait SharderRun: Send + Sync {
+    /// Assigns objects until `shutdown` is cancelled.
+    fn run(&self, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), informer::Error>>;
+}
+
+/// The sharder of one ring: its kinds' sharders and the Leases they share.
+pub(crate) struct Sharder {
+    ring: String,
+    leases: SharedInformer<Lease>,
+    kinds: Vec<KindSharder>,
+}
+
+impl Sharder {
+    /// The sharder of `ring` over `kinds`, reading the ring's Leases through `leases` (an
+    /// informer selecting them by [`RING_LABEL`](super::RING_LABEL)).
+    pub(crate) fn new(
+        ring: String,
+        leases: SharedInformer<Lease>,
+        kinds: Vec<KindSharder>,
+    ) -> Self {
+        Self {
+            ring,
+            leases,
+            kinds,
+        }
+    }
+
+    /// Assigns objects until `shutdown` is cancelled.
+    ///
+    /// # Errors
+    /// An informer that shuts down before it synced.
+    pub(crate) async fn run(
+        self,
+        cluster: &Cluster,
+        shutdown: CancellationToken,
+    ) -> Result<(), informer::Error> {
+        let (tx, rx) = watch::channel(Arc::new(View::default()));
+        let sharders: Vec<Box<dyn SharderRun>> = self
+            .kinds
+            .iter()
+            .map(|kind| (kind.bind)(cluster, &self.ring, rx.clone()))
+            .collect();
+        self.leases.start()?;
+        self.leases.wait_for_sync().await?;
+        let ring_watch = tokio::spawn(watch_ring(self.leases.clone(), tx, shutdown.clone()));
+        let runs = sharders.iter().map(|s| s.run(shutdown.clone()));
+        let results = futures::future::join_all(runs).await;
+        ring_watch.abort();
+        results.into_iter().collect()
+    }
+}
+
+/// Keeps `view` up to date with the available shards of `leases`: on every Lease change, and
+/// when the first available Lease would expire without renewal.
+async fn watch_ring(
+    leases: SharedInformer<Lease>,
+    view: watch::Sender<Arc<View>>,
+    shutdown: CancellationToken,
+) {
+    let changed = Arc::new(Notify::new());
+    let (on_add, on_update, on_delete) = (changed.clone(), changed.clone(), changed.clone());
+    let _registration = leases.add_handler(
+        handler_fns()
+            .on_add(move |_| on_add.notify_one())
+            .on_update(move |_, _| on_update.notify_one())
+            .on_delete(move |_| on_delete.notify_one()),
+    );
+    let store = leases.store();
+    loop {
+        let shards = Shards::of(
+            store.list().iter().map(AsRef::as_ref),
+            Timestamp::now().as_microsecond(),
+        );
+        let next = View {
+            ring: HashRing::new(shards.available.iter().map(String::as_str)),
+            available: shards.available,
+        };
+        view.send_if_modified(|current| {
+            if **current == next {
+                return false;
+            }
+            tracing::info!(shards = ?next.available, "the ring's available shards changed");
+            *current = Arc::new(next);
+            true
+        });
+        let expiry = shards
+            .next_expiry
+            .unwrap_or(std::time::Duration::from_secs(3600));
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = changed.notified() => {}
+            // A few milliseconds after the expiry, so the Lease is past it when looked at.
+            () = tokio::time::sleep(expiry + std::time::Duration::from_millis(5)) => {}
+        }
+    }
+}
+
+/// How many objects of one kind the sharder patches at once.
+const WORKERS: usize = 4;
+
+/// The sharder of objects of `K` in `ring`, keyed by `key_of`, over the metadata-only informer
+/// of `K` the cluster's factory shares.
+fn bind<K: Watchable>(
+    cluster: &Cluster,
+    ring: &str,
+    view: watch::Receiver<Arc<View>>,
+    key_of: fn(&ObjectMeta) -> Option<String>,
+) -> Box<dyn SharderRun> {
+    let url = K::url_path(&(), namespace_of::<K>(cluster.namespace.as_deref()));
+    Box::new(KindRun {
+        informer: cluster.factory.informer_at::<PartialObjectMeta<K>>(url),
+        assigner: Arc::new(Assigner {
+            shard_label: shard_label(ring),
+            drain_label: drain_label(ring),
+            view,
+            key_of,
+            client: cluster.factory.client().clone(),
+        }),
+    })
+}
+
+/// One kind's sharder: its informer and what it does with each object.
+struct KindRun<K> {
+    informer: SharedInformer<PartialObjectMeta<K>>,
+    assigner: Arc<Assigner>,
+}
+
+impl<K: Watchable> SharderRun for KindRun<K> {
+    fn run(&self, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), informer::Error>> {
+        let (informer, assigner) = (self.informer.clone(), Arc::clone(&self.assigner));
+        Box::pin(async move {
+            let queue: WorkQueue<ObjectKey> = WorkQueue::new();
+            let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+            // Only an object's labels matter to the sharder.
+            informer.add_inline_handler(
+                handler_fns()
+                    .on_add(move |obj: Arc<PartialObjectMeta<K>>| {
+                        on_add.add(ObjectKey::of(obj.as_ref()));
+                    })
+                    .on_update(
+                        move |old: Arc<PartialObjectMeta<K>>, new: Arc<PartialObjectMeta<K>>| {
+                            if old.metadata.labels != new.metadata.labels {
+                                on_update.add(ObjectKey::of(new.as_ref()));
+                            }
+                        },
+                    )
+                    .on_delete(move |gone| {
+                        on_delete.forget(&ObjectKey::of(gone.object().as_ref()));
+                    }),
+            );
+            informer.start()?;
+            informer.wait_for_sync().await?;
+            let store = informer.store();
+            let mut tasks = JoinSet::new();
+            // Every object again whenever the ring changes.
+            let (mut view, everything) = (assigner.view.clone(), queue.clone());
+            let all = store.clone();
+            tasks.spawn(async move {
+                while view.changed().await.is_ok() {
+                    for key in all.keys() {
+                        everything.add(key);
+                    }
+                }
+            });
+            for _ in 0..WORKERS {
+                let (queue, store, assigner) =
+                    (queue.clone(), store.clone(), Arc::clone(&assigner));
+                tasks.spawn(async move {
+                    while let Some(key) = queue.get().await {
+                        if let Some(obj) = store.get(&key) {
+                            match assigner.assign::<K>(&obj.metadata).await {
+                                Ok(()) => queue.forget(&key),
+                                Err(error) => {
+                                    tracing::warn!(object = %key, %error, "assigning to a shard failed; retrying");
+                                    queue.add_rate_limited(key.clone());
+                                }
+                            }
+                        }
+                        queue.done(&key);
+                    }
+                });
+            }
+            shutdown.cancelled().await;
+            queue.shutdown();
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+            Ok(())
+        })
+    }
+}
+
+/// Assigns, drains or keeps one object at a time.
+struct Assigner {
+    shard_label: String,
+    drain_label: String,
+    view: watch::Receiver<Arc<View>>,
+    key_of: fn(&ObjectMeta) -> Option<String>,
+    client: Client,
+}
+
+impl Assigner {
+    /// Applies [`decide`] to the object of kind `K` with metadata `meta`.
+    async fn assign<K: Watchable>(&self, meta: &ObjectMeta) -> Result<(), kube::Error> {
+        let Some(key) = (self.key_of)(meta) else {
+            return Ok(());
+        };
+        let labels = meta.labels.as_ref();
+        let current = labels
+            .and_then(|l| l.get(&self.shard_label))
+            .map(String::as_str);
+        let draining = labels.is_some_and(|l| l.contains_key(&self.drain_label));
+        let view = Arc::clone(&self.view.borrow());
+        let labels = match decide(
+            current,
+            draining,
+            view.ring.shard_for(&key),
+            &view.available,
+        ) {
+            Decision::Keep => return Ok(()),
+            Decision::Assign(shard) => serde_json::json!({
+                self.shard_label.as_str(): shard,
+                self.drain_label.as_str(): null,
+            }),
+            Decision::Drain => serde_json::json!({ self.drain_label.as_str(): "true" }),
+        };
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": meta.resource_version, "labels": labels }
+        });
+        let name = meta.name.as_deref().unwrap_or_default();
+        let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await.map(drop)
+    }
+}
