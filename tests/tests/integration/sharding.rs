@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
 use kubeward::manager::{Config, LeaderElection, Manager, Shard};
-use kubeward::sharding::shard_label;
+use kubeward::sharding::{drain_label, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
@@ -147,9 +147,17 @@ async fn three_shards_share_the_objects_and_a_stopped_shards_objects_move_to_the
     let ns = cp.create_namespace("sharding").await?;
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     for i in 0..OBJECTS {
+        // Bad input among them: one assigned to a shard that does not exist, and one with a
+        // drain label but no shard, as if edited by hand.
+        let labels = match i {
+            0 => Some(BTreeMap::from([(shard_label(RING), "ghost".to_owned())])),
+            1 => Some(BTreeMap::from([(drain_label(RING), "true".to_owned())])),
+            _ => None,
+        };
         let cm = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(format!("cm-{i}")),
+                labels,
                 ..ObjectMeta::default()
             },
             ..ConfigMap::default()
@@ -172,6 +180,13 @@ async fn three_shards_share_the_objects_and_a_stopped_shards_objects_move_to_the
             "{shard} holds {share} of {OBJECTS}"
         );
     }
+    let drained: Vec<String> = api
+        .list(&ListParams::default().labels(&drain_label(RING)))
+        .await?
+        .into_iter()
+        .map(|cm| cm.name_any())
+        .collect();
+    assert!(drained.is_empty(), "drain labels left: {drained:?}");
     // Shards joined one by one, so objects first given to an early shard were drained and
     // moved as the others joined: never reconciled by two at once.
     assert!(

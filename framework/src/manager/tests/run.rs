@@ -269,3 +269,24 @@ async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use crate::controller::Controller;
+    use crate::manager::Shard;
+    use crate::testing::NoopReconciler;
+
+    let config = Config::default().shard(Some(Shard::new("widgets", "shard-0")));
+    let manager = Manager::new(offline_client(), config);
+    manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring("gadgets"));
+    let run = tokio::time::timeout(Duration::from_secs(10), manager.run()).await;
+    let error = run.expect("run ends at once").expect_err("no controller is in ring widgets");
+    assert!(matches!(error, Error::InvalidFlags(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("--shard-ring widgets") && message.contains("Controller::ring"),
+        "{message}"
+    );
+}
