@@ -35,6 +35,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                 .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches_metadata::<#ty>(#mapper))),
         );
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
+    let ring = c.ring.as_ref().map(|r| quote!(.ring(#r)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
         quote_spanned! {f.span()=>
@@ -111,6 +112,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                         #(#watches)*
                         #predicate
                         #concurrency
+                        #ring
                 };
                 let rules = #krate::rbac::Rules::new()
                     .reconciled::<#kind>(#status, #needs_finalizers)

@@ -17,6 +17,7 @@ pub(crate) const KEYS: &[&str] = &[
     "concurrency",
     "predicate",
     "name",
+    "ring",
     "crate",
 ];
 
@@ -64,6 +65,8 @@ pub(crate) struct ControllerAttr {
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) predicate: Option<Expr>,
     pub(crate) name: Option<LitStr>,
+    /// `ring = "generators"`: the controller ring it can be sharded in.
+    pub(crate) ring: Option<LitStr>,
     pub(crate) krate: Option<LitStr>,
     /// Keys that are not in [`KEYS`], for validation to report with a suggestion.
     pub(crate) unknown: Vec<Ident>,
@@ -181,6 +184,7 @@ fn read_controller_key(
         "concurrency" => c.concurrency.replace(meta.value()?.parse()?).is_some(),
         "predicate" => c.predicate.replace(meta.value()?.parse()?).is_some(),
         "name" => c.name.replace(meta.value()?.parse()?).is_some(),
+        "ring" => c.ring.replace(meta.value()?.parse()?).is_some(),
         "crate" => c.krate.replace(meta.value()?.parse()?).is_some(),
         _ => {
             c.unknown.push(key);

@@ -29,6 +29,8 @@ pub(crate) struct Checked {
     pub(crate) concurrency: Option<u16>,
     pub(crate) predicate: Option<Expr>,
     pub(crate) name: Option<String>,
+    /// The controller ring it can be sharded in.
+    pub(crate) ring: Option<syn::LitStr>,
     /// The spec struct's doc comment, line by line.
     pub(crate) docs: Vec<Expr>,
 }
@@ -105,6 +107,15 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
                 None
             }
         });
+    if let Some(ring) = &c.ring
+        && !is_label_value(&ring.value())
+    {
+        errors.push(syn::Error::new(
+            ring.span(),
+            "`ring` names a Lease label value and label keys: 1-63 lower-case letters, digits, \
+             '-' and '.', starting and ending with a letter or digit",
+        ));
+    }
     match (kind, c.reconciler) {
         (Some(kind), Some(reconciler)) if errors.is_empty() => Ok(Checked {
             kind,
@@ -121,6 +132,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             concurrency,
             predicate: c.predicate,
             name: c.name.map(|n| n.value()),
+            ring: c.ring,
             docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),
@@ -226,6 +238,17 @@ fn check_qualified_name(value: &str) -> Result<(), &'static str> {
         );
     }
     Ok(())
+}
+
+/// Whether `ring` can be a label value and the last part of a label key.
+fn is_label_value(ring: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (1..=63).contains(&ring.len())
+        && edge(ring.chars().next())
+        && edge(ring.chars().last())
+        && ring
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 #[cfg(test)]

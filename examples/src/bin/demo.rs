@@ -5,7 +5,10 @@
 //! operator (the same controller as `configmap_generator`) as that ServiceAccount with leader
 //! election and its metrics on a free port, creates a sample generator, and shows the ConfigMap
 //! it produced, its status and a few lines of `/metrics`. Ctrl-C stops it (`--once` exits at once).
+//! With `--shards N` it runs N replicas as shards of the controller's ring instead of one, and
+//! shows how the sharder spread a few more generators between them.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,16 +17,18 @@ use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
 use kubeward::leader;
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
+use kubeward::sharding::{RING_LABEL, shard_label};
 use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
+use tokio::task::JoinHandle;
 
 /// Command-line flags of the demo.
 #[derive(Debug, Parser)]
@@ -31,6 +36,9 @@ struct Args {
     /// Exit after showing the result, instead of waiting for Ctrl-C.
     #[arg(long)]
     once: bool,
+    /// Run this many replicas as shards of the controller's ring (0: one unsharded replica).
+    #[arg(long, default_value_t = 0)]
+    shards: u16,
 }
 
 #[tokio::main]
@@ -65,6 +73,50 @@ async fn main() -> anyhow::Result<()> {
         "installed the chart into {RELEASE_NAMESPACE}: CRD, ServiceAccount {SERVICE_ACCOUNT}, RBAC"
     ))?;
 
+    let shard_ids: Vec<Option<String>> = if args.shards == 0 {
+        vec![None]
+    } else {
+        (0..args.shards)
+            .map(|i| Some(format!("shard-{i}")))
+            .collect()
+    };
+    let mut replicas = Vec::new();
+    for shard in shard_ids {
+        replicas.push(start_operator(&cp, shard)?);
+    }
+    let metrics_addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.0).collect();
+
+    let metrics_addr = show_the_operator_at_work(&cp, &metrics_addrs).await?;
+    if args.shards > 0 {
+        show_the_shards(&cp).await?;
+    }
+
+    if args.once {
+        for (_, shutdown, _) in &replicas {
+            shutdown();
+        }
+    } else {
+        // The manager turns SIGTERM and SIGINT into its shutdown, so either one ends the demo.
+        say(&format!(
+            "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
+        ))?;
+    }
+    for (_, _, operator) in replicas {
+        operator.await??;
+    }
+    say("stopped cleanly")?;
+    Ok(())
+}
+
+/// A running replica of the operator: its metrics address, its shutdown, its run.
+type Replica = (
+    SocketAddr,
+    Box<dyn Fn() + Send>,
+    JoinHandle<kubeward::manager::Result<()>>,
+);
+
+/// Starts the operator, as the shard `shard` of the controller's ring if given.
+fn start_operator(cp: &ControlPlane, shard: Option<String>) -> anyhow::Result<Replica> {
     // ANCHOR: manager
     let metrics_addr = free_addr()?;
     let election = LeaderElection::new(
@@ -74,7 +126,8 @@ async fn main() -> anyhow::Result<()> {
     );
     let config = Config::default()
         .metrics_bind_address(BindAddress::On(metrics_addr))
-        .leader_election(Some(election));
+        .leader_election(Some(election))
+        .shard(shard.map(|id| Shard::new(RING, id).namespace(Some(RELEASE_NAMESPACE.into()))));
     // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
     let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
     let manager = Manager::new(client, config);
@@ -82,27 +135,54 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager
+    Ok((metrics_addr, Box::new(move || shutdown.cancel()), operator))
+}
 
-    show_the_operator_at_work(&cp, metrics_addr).await?;
-
-    if args.once {
-        shutdown.cancel();
-    } else {
-        // The manager turns SIGTERM and SIGINT into its shutdown, so either one ends the demo.
-        say(&format!(
-            "metrics at http://{metrics_addr}/metrics; press Ctrl-C to stop"
-        ))?;
+/// Creates more generators and shows how the sharder spread them between the shards.
+async fn show_the_shards(cp: &ControlPlane) -> anyhow::Result<()> {
+    const MORE: usize = 30;
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), "default");
+    for i in 0..MORE {
+        let spec = ConfigMapGeneratorSpec {
+            content: format!("generator {i}"),
+        };
+        let generator = ConfigMapGenerator::new(&format!("gen-{i}"), spec);
+        generators
+            .create(&PostParams::default(), &generator)
+            .await?;
     }
-    operator.await??;
-    say("stopped cleanly")?;
+    let label = shard_label(RING);
+    let spread = async {
+        loop {
+            let listed = generators.list(&ListParams::default()).await?;
+            let mut by_shard: BTreeMap<String, usize> = BTreeMap::new();
+            for g in &listed {
+                if let Some(shard) = g.labels().get(&label) {
+                    *by_shard.entry(shard.clone()).or_default() += 1;
+                }
+            }
+            if by_shard.values().sum::<usize>() == listed.items.len() {
+                return anyhow::Ok(by_shard);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let by_shard = tokio::time::timeout(Duration::from_secs(60), spread).await??;
+    say(&format!(
+        "created {MORE} more generators; the sharder spread them (label {label}): {by_shard:?}"
+    ))?;
+    say(&format!(
+        "kubectl get leases -n {RELEASE_NAMESPACE} -l {RING_LABEL}={RING} shows the shards"
+    ))?;
     Ok(())
 }
 
-/// Creates a sample generator and shows what the operator made of it.
+/// Creates a sample generator and shows what the operator made of it; returns the metrics
+/// address of the replica that reconciled it.
 async fn show_the_operator_at_work(
     cp: &ControlPlane,
-    metrics_addr: SocketAddr,
-) -> anyhow::Result<()> {
+    metrics_addrs: &[SocketAddr],
+) -> anyhow::Result<SocketAddr> {
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), "default");
     let sample = ConfigMapGenerator::new(
         "hello",
@@ -146,19 +226,22 @@ async fn show_the_operator_at_work(
     ))?;
 
     // The reconcile that wrote the status is still publishing its Event: wait for it to count.
+    // Sharded, the generator's shard reconciled it: look at each replica's metrics.
     let counted = async {
         loop {
-            let metrics = scrape(metrics_addr).await?;
-            if metrics
-                .lines()
-                .any(|l| l.contains(r#"result="success"} "#) && !l.ends_with(" 0"))
-            {
-                return anyhow::Ok(metrics);
+            for &addr in metrics_addrs {
+                let metrics = scrape(addr).await?;
+                if metrics
+                    .lines()
+                    .any(|l| l.contains(r#"result="success"} "#) && !l.ends_with(" 0"))
+                {
+                    return anyhow::Ok((addr, metrics));
+                }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };
-    let metrics = tokio::time::timeout(Duration::from_secs(30), counted).await??;
+    let (metrics_addr, metrics) = tokio::time::timeout(Duration::from_secs(30), counted).await??;
     let shown = [
         "controller_runtime_reconcile_total",
         "workqueue_depth",
@@ -170,12 +253,14 @@ async fn show_the_operator_at_work(
     {
         say(&format!("metrics: {line}"))?;
     }
-    Ok(())
+    Ok(metrics_addr)
 }
 
 const RELEASE_NAMESPACE: &str = "operator-system";
 const SERVICE_ACCOUNT: &str = "configmap-generator";
 const LEASE: &str = "configmap-generator-leader";
+/// The controller's ring: its name.
+const RING: &str = "configmap-generator";
 
 /// `helm install` of the example operator's chart, with the control plane's kubeconfig.
 fn install_chart(cp: &ControlPlane) -> anyhow::Result<()> {

@@ -271,11 +271,11 @@ impl<K: Watchable> Controller<K> {
         self
     }
 
-    /// Puts the controller in the controller ring `ring`, so that it can be sharded over
-    /// replicas. On a manager that runs as a shard of `ring` (`--shard-ring`), it reconciles and
-    /// caches only the objects assigned to this shard (and the objects they own), and the
-    /// manager's leader runs the sharder that assigns them; elsewhere it runs as any controller.
-    /// See [`sharding`](crate::sharding).
+    /// Puts the controller in the controller ring `ring` (by default, the ring named like the
+    /// controller). On a manager that runs as a shard of its ring (`--shard-ring`), it
+    /// reconciles and caches only the objects assigned to this shard (and the objects they
+    /// own), and the manager's leader runs the sharder that assigns them; elsewhere it runs as
+    /// any controller. See [`sharding`](crate::sharding).
     pub fn ring(mut self, ring: impl Into<String>) -> Self {
         self.ring = Some(ring.into());
         self

@@ -29,8 +29,10 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }
+        // A controller's ring is its name unless it names one.
         let shard_ring = manager.config().shard.as_ref().map(|s| s.ring.as_str());
-        if shard_ring.is_some() && controller.ring.as_deref() == shard_ring {
+        if shard_ring.is_some() && Some(controller.ring.as_deref().unwrap_or(&name)) == shard_ring {
+            controller.ring.get_or_insert(name);
             return manager.shard_member(controller);
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))

@@ -74,7 +74,8 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_SHARD_RING")]
     pub shard_ring: Option<String>,
 
-    /// This replica's shard id, unique in its ring; defaults to the pod name (`HOSTNAME`).
+    /// This replica's shard id, unique in its ring; defaults to the pod name (`POD_NAME`, else
+    /// `HOSTNAME`).
     #[arg(long, env = "KUBEWARD_SHARD_ID")]
     pub shard_id: Option<String>,
 
@@ -231,12 +232,14 @@ impl Flags {
         };
         let id = match &self.shard_id {
             Some(id) => id.clone(),
-            None => std::env::var("HOSTNAME").unwrap_or_default(),
+            None => std::env::var("POD_NAME")
+                .or_else(|_| std::env::var("HOSTNAME"))
+                .unwrap_or_default(),
         };
         if !is_dns_subdomain(ring) || !is_dns_subdomain(&id) {
             return Err(Error::InvalidFlags(format!(
                 "--shard-ring {ring:?} / --shard-id {id:?}: each must be a DNS subdomain (lower-case \
-                 letters, digits, '-' and '.'); the shard id defaults to the pod name (HOSTNAME)"
+                 letters, digits, '-' and '.'); the shard id defaults to the pod name (POD_NAME, else HOSTNAME)"
             )));
         }
         Ok(Some(

@@ -23,6 +23,7 @@ use super::{BoxError, Error, Manager, Runnable, runnable_fn};
 use crate::controller::{Cluster, Controller, Watchable};
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
+use crate::metrics::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, Sharder, shard_label};
 
 /// What a manager running as a shard holds until it runs.
@@ -139,8 +140,9 @@ impl Manager {
         };
         let Some(sharding) = self.sharding.lock().take() else {
             return Err(Error::InvalidFlags(format!(
-                "--shard-ring {ring}: no controller of this operator is in ring {ring:?}; put \
-                 one there with Controller::ring or #[controller(ring = \"{ring}\")]",
+                "--shard-ring {ring}: no controller of this operator is in ring {ring:?} (a \
+                 controller's ring is its name unless Controller::ring or \
+                 #[controller(ring = ...)] names another)",
                 ring = shard.ring
             )));
         };
@@ -162,6 +164,7 @@ impl Manager {
             cluster: Cluster::new(Arc::clone(self.factory()))
                 .namespace(self.config().watch_namespace().map(str::to_owned))
                 .metrics(self.metrics().clone()),
+            metrics: self.metrics().sharder(&shard.ring),
         };
         let lease = ShardLease {
             name: format!("shard-lease {}/{}", shard.ring, shard.id),
@@ -271,6 +274,7 @@ struct ShardAssigner {
     leases: informer::SharedInformer<Lease>,
     kinds: Vec<KindSharder>,
     cluster: Cluster,
+    metrics: SharderMetrics,
 }
 
 impl Runnable for ShardAssigner {
@@ -284,6 +288,7 @@ impl Runnable for ShardAssigner {
             leases: self.leases.clone(),
             kinds: self.kinds.clone(),
             cluster: self.cluster.clone(),
+            metrics: self.metrics.clone(),
         }))
     }
 
@@ -292,7 +297,7 @@ impl Runnable for ShardAssigner {
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin(async move {
-            let sharder = Sharder::new(self.ring, self.leases, self.kinds);
+            let sharder = Sharder::new(self.ring, self.leases, self.kinds, self.metrics);
             Ok(sharder.run(&self.cluster, shutdown).await?)
         })
     }

@@ -11,6 +11,7 @@ mod events;
 mod informer;
 mod reads;
 mod reference;
+mod sharder;
 mod workqueue;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub(crate) use events::EventMetrics;
 pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
+pub(crate) use sharder::SharderMetrics;
 pub(crate) use workqueue::WorkqueueMetrics;
 
 use crate::informer::Factory;
@@ -34,6 +36,12 @@ pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// Buckets of `kubeward_sharder_handover_seconds`: 10 ms to 5 min (a handover waits for the old
+/// shard's in-flight reconcile).
+pub const HANDOVER_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0,
 ];
 
 /// Buckets of the work queue's duration histograms: 10 ns to 1000 s, ten times apart
@@ -62,6 +70,10 @@ pub struct Metrics {
     pub(crate) leader: IntGaugeVec,
     pub(crate) events: IntCounterVec,
     pub(crate) reads: IntCounterVec,
+    pub(crate) shards: IntGaugeVec,
+    pub(crate) assignments: IntCounterVec,
+    pub(crate) drains: IntCounterVec,
+    pub(crate) handover: HistogramVec,
     pub(crate) rest_requests: IntCounterVec,
     pub(crate) rest_duration: HistogramVec,
 }
@@ -96,6 +108,13 @@ impl Metrics {
             leader: IntGaugeVec::new(opts(14), labels(14))?,
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
             reads: IntCounterVec::new(opts(READS), labels(READS))?,
+            shards: IntGaugeVec::new(opts(READS + 1), labels(READS + 1))?,
+            assignments: IntCounterVec::new(opts(READS + 2), labels(READS + 2))?,
+            drains: IntCounterVec::new(opts(READS + 3), labels(READS + 3))?,
+            handover: HistogramVec::new(
+                histogram(READS + 4, &HANDOVER_BUCKETS),
+                labels(READS + 4),
+            )?,
             rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
@@ -119,6 +138,10 @@ impl Metrics {
         registry.register(Box::new(metrics.leader.clone()))?;
         registry.register(Box::new(metrics.events.clone()))?;
         registry.register(Box::new(metrics.reads.clone()))?;
+        registry.register(Box::new(metrics.shards.clone()))?;
+        registry.register(Box::new(metrics.assignments.clone()))?;
+        registry.register(Box::new(metrics.drains.clone()))?;
+        registry.register(Box::new(metrics.handover.clone()))?;
         registry.register(Box::new(metrics.rest_requests.clone()))?;
         registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
@@ -144,6 +167,11 @@ impl Metrics {
     /// The `kubeward_reads_total` series of the context of `controller`.
     pub(crate) fn reads(&self, controller: &str) -> ReadMetrics {
         ReadMetrics::new(self, controller)
+    }
+
+    /// The sharder's series of the controller ring `ring`.
+    pub(crate) fn sharder(&self, ring: &str) -> SharderMetrics {
+        SharderMetrics::new(self, ring)
     }
 
     /// A layer for a kube client talking to the API server at `host` (`HOST:PORT`) that records
@@ -253,6 +281,11 @@ mod tests {
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
         metrics.reads("demo").count("configmaps", ReadSource::Cache);
+        let sharder = metrics.sharder("demo");
+        sharder.set_shards(1);
+        sharder.assigned("shard-0");
+        sharder.drained("demo/a");
+        sharder.handed_over("demo/a");
         metrics.set_leader("demo", true);
         metrics
             .queue_duration

@@ -181,6 +181,30 @@ pub const REFERENCE: &[Family] = &[
         help: "Reads of a reconcile's context (`ctx.get`, `ctx.list`), by resource and where they were served from (cache, api).",
     },
     Family {
+        name: "kubeward_sharder_shards",
+        kind: Kind::Gauge,
+        labels: &["ring"],
+        help: "Shards of a controller ring available to the sharder (Lease held by the shard and fresh).",
+    },
+    Family {
+        name: "kubeward_sharder_assignments_total",
+        kind: Kind::Counter,
+        labels: &["ring", "shard"],
+        help: "Objects the sharder assigned to a shard (new, moved after a drain, or taken from a shard that is gone).",
+    },
+    Family {
+        name: "kubeward_sharder_drains_total",
+        kind: Kind::Counter,
+        labels: &["ring"],
+        help: "Objects the sharder asked a live shard to hand back, to move them to another.",
+    },
+    Family {
+        name: "kubeward_sharder_handover_seconds",
+        kind: Kind::Histogram,
+        labels: &["ring"],
+        help: "Time from the sharder's drain of an object to its assignment to the new shard.",
+    },
+    Family {
         name: "process_cpu_seconds_total",
         kind: Kind::Counter,
         labels: &[],

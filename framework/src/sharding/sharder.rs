@@ -26,6 +26,7 @@ use super::{
 use crate::cache::ObjectKey;
 use crate::controller::Cluster;
 use crate::informer::{self, SharedInformer, Watchable, handler_fns, namespace_of};
+use crate::metrics::SharderMetrics;
 use crate::queue::WorkQueue;
 
 /// The available shards of a ring and the hash ring over them, as the sharder last saw them.
@@ -41,7 +42,7 @@ type Ring = watch::Receiver<Arc<View>>;
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
 #[derive(Clone, Copy)]
 pub(crate) struct KindSharder {
-    bind: fn(&Cluster, &str, Ring) -> Box<dyn SharderRun>,
+    bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
 }
 
 impl std::fmt::Debug for KindSharder {
@@ -54,8 +55,8 @@ impl KindSharder {
     /// The sharder of a ring's main kind `K`, hashed by each object's own key.
     pub(crate) fn main<K: Watchable>() -> Self {
         Self {
-            bind: |cluster, ring, view| {
-                bind::<K>(cluster, ring, view, |meta| {
+            bind: |cluster, ring, view, metrics| {
+                bind::<K>(cluster, ring, view, metrics, |meta| {
                     Some(object_key::<K>(
                         meta.namespace.as_deref(),
                         meta.name.as_deref()?,
@@ -69,7 +70,9 @@ impl KindSharder {
     /// owner's key (objects without one are not sharded).
     pub(crate) fn owned<C: Watchable>() -> Self {
         Self {
-            bind: |cluster, ring, view| bind::<C>(cluster, ring, view, controller_key),
+            bind: |cluster, ring, view, metrics| {
+                bind::<C>(cluster, ring, view, metrics, controller_key)
+            },
         }
     }
 }
@@ -85,6 +88,7 @@ pub(crate) struct Sharder {
     ring: String,
     leases: SharedInformer<Lease>,
     kinds: Vec<KindSharder>,
+    metrics: SharderMetrics,
 }
 
 impl Sharder {
@@ -94,11 +98,13 @@ impl Sharder {
         ring: String,
         leases: SharedInformer<Lease>,
         kinds: Vec<KindSharder>,
+        metrics: SharderMetrics,
     ) -> Self {
         Self {
             ring,
             leases,
             kinds,
+            metrics,
         }
     }
 
@@ -115,11 +121,16 @@ impl Sharder {
         let sharders: Vec<Box<dyn SharderRun>> = self
             .kinds
             .iter()
-            .map(|kind| (kind.bind)(cluster, &self.ring, rx.clone()))
+            .map(|kind| (kind.bind)(cluster, &self.ring, rx.clone(), self.metrics.clone()))
             .collect();
         self.leases.start()?;
         self.leases.wait_for_sync().await?;
-        let ring_watch = tokio::spawn(watch_ring(self.leases.clone(), tx, shutdown.clone()));
+        let ring_watch = tokio::spawn(watch_ring(
+            self.leases.clone(),
+            tx,
+            self.metrics.clone(),
+            shutdown.clone(),
+        ));
         let runs = sharders.iter().map(|s| s.run(shutdown.clone()));
         let results = futures::future::join_all(runs).await;
         ring_watch.abort();
@@ -132,6 +143,7 @@ impl Sharder {
 async fn watch_ring(
     leases: SharedInformer<Lease>,
     view: watch::Sender<Arc<View>>,
+    metrics: SharderMetrics,
     shutdown: CancellationToken,
 ) {
     let changed = Arc::new(Notify::new());
@@ -157,6 +169,7 @@ async fn watch_ring(
                 return false;
             }
             tracing::info!(shards = ?next.available, "the ring's available shards changed");
+            metrics.set_shards(next.available.len());
             *current = Arc::new(next);
             true
         });
@@ -180,7 +193,8 @@ const WORKERS: usize = 4;
 fn bind<K: Watchable>(
     cluster: &Cluster,
     ring: &str,
-    view: watch::Receiver<Arc<View>>,
+    view: Ring,
+    metrics: SharderMetrics,
     key_of: fn(&ObjectMeta) -> Option<String>,
 ) -> Box<dyn SharderRun> {
     let url = K::url_path(&(), namespace_of::<K>(cluster.namespace.as_deref()));
@@ -192,6 +206,7 @@ fn bind<K: Watchable>(
             view,
             key_of,
             client: cluster.factory.client().clone(),
+            metrics,
         }),
     })
 }
@@ -273,6 +288,7 @@ struct Assigner {
     view: watch::Receiver<Arc<View>>,
     key_of: fn(&ObjectMeta) -> Option<String>,
     client: Client,
+    metrics: SharderMetrics,
 }
 
 impl Assigner {
@@ -287,12 +303,13 @@ impl Assigner {
             .map(String::as_str);
         let draining = labels.is_some_and(|l| l.contains_key(&self.drain_label));
         let view = Arc::clone(&self.view.borrow());
-        let labels = match decide(
+        let decision = decide(
             current,
             draining,
             view.ring.shard_for(&key),
             &view.available,
-        ) {
+        );
+        let labels = match &decision {
             Decision::Keep => return Ok(()),
             Decision::Assign(shard) => serde_json::json!({
                 self.shard_label.as_str(): shard,
@@ -307,6 +324,20 @@ impl Assigner {
         let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .map_err(kube::Error::BuildRequest)?;
-        self.client.request_text(request).await.map(drop)
+        self.client.request_text(request).await?;
+        let object = format!(
+            "{}/{}/{name}",
+            K::plural(&()),
+            meta.namespace.as_deref().unwrap_or_default()
+        );
+        match decision {
+            Decision::Assign(shard) => {
+                self.metrics.assigned(&shard);
+                self.metrics.handed_over(&object);
+            }
+            Decision::Drain => self.metrics.drained(&object),
+            Decision::Keep => {}
+        }
+        Ok(())
     }
 }

@@ -14,6 +14,7 @@ use kubeward::leader;
 use kubeward::manager::{Config, LeaderElection, Manager, Shard};
 use kubeward::sharding::{drain_label, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
+use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +73,7 @@ impl Reconciler<ConfigMap> for Recorder {
 }
 
 struct Replica {
+    registry: prometheus::Registry,
     token: CancellationToken,
     run: JoinHandle<kubeward::manager::Result<()>>,
 }
@@ -101,6 +103,7 @@ fn start(cp: &ControlPlane, ns: &str, shard: &str, ledger: &Ledger) -> Replica {
     manager.add(Controller::new(recorder).ring(RING).concurrency(4));
     let token = manager.shutdown_token();
     Replica {
+        registry: manager.registry().clone(),
         token,
         run: tokio::spawn(manager.run()),
     }
@@ -187,6 +190,24 @@ async fn three_shards_share_the_objects_and_a_stopped_shards_objects_move_to_the
         .map(|cm| cm.name_any())
         .collect();
     assert!(drained.is_empty(), "drain labels left: {drained:?}");
+    // The leader's sharder reports the ring and its work (the others report zeros).
+    let sum = |family: &str| -> f64 {
+        replicas
+            .iter()
+            .map(|r| {
+                metric_sum(&r.registry, family, ("ring", RING), |m| {
+                    m.get_gauge().get_value() + m.get_counter().get_value()
+                })
+            })
+            .sum()
+    };
+    let reported = sum("kubeward_sharder_shards");
+    assert!((reported - 3.0).abs() < 0.5, "{reported} shards reported");
+    assert!(
+        sum("kubeward_sharder_assignments_total") >= OBJECTS as f64,
+        "{} assignments for {OBJECTS} objects",
+        sum("kubeward_sharder_assignments_total")
+    );
     // Shards joined one by one, so objects first given to an early shard were drained and
     // moved as the others joined: never reconciled by two at once.
     assert!(

@@ -282,11 +282,13 @@ async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
     let manager = Manager::new(offline_client(), config);
     manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring("gadgets"));
     let run = tokio::time::timeout(Duration::from_secs(10), manager.run()).await;
-    let error = run.expect("run ends at once").expect_err("no controller is in ring widgets");
+    let error = run
+        .expect("run ends at once")
+        .expect_err("no controller is in ring widgets");
     assert!(matches!(error, Error::InvalidFlags(_)), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("--shard-ring widgets") && message.contains("Controller::ring"),
+        message.contains("--shard-ring widgets") && message.contains("its name"),
         "{message}"
     );
 }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
     concurrency = 4,
     predicate = Predicate::generation_changed(),
     name = "widgets",
+    ring = "widgets",
     crate = "::kubeward"
 )]
 pub struct WidgetSpec {
@@ -55,6 +56,7 @@ fn main() {
     let controller = Widget::controller(Builder);
     let debug = format!("{controller:?}");
     assert!(debug.contains("\"widgets\""), "{debug}");
+    assert!(debug.contains("ring: Some(\"widgets\")"), "{debug}");
     assert!(debug.contains("Some(4)"), "{debug}");
     assert!(debug.contains("example.com/cleanup"), "{debug}");
     assert!(debug.contains("triggers: 2"), "{debug}");

@@ -4,6 +4,7 @@ mod install;
 mod pod_security;
 mod render;
 mod secure_serving;
+mod sharding;
 mod tutorial;
 
 use std::collections::BTreeSet;
