@@ -10,7 +10,7 @@ use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
-use super::{Cleanup, Predicate, Reconciler, Watchable};
+use super::{Cacheable, Cleanup, Kind, Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
@@ -46,6 +46,8 @@ pub const DEFAULT_CONCURRENCY: u16 = 1;
 /// ```
 #[must_use]
 pub struct Controller<K> {
+    /// The kind reconciled, from `K` or given at run time.
+    pub(crate) kind: Kind,
     pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
     pub(crate) name: Option<String>,
     pub(crate) concurrency: Option<u16>,
@@ -67,6 +69,7 @@ pub struct Controller<K> {
 impl<K> std::fmt::Debug for Controller<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")
+            .field("kind", &self.kind.name())
             .field("name", &self.name)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
@@ -85,7 +88,7 @@ impl<K: Watchable> Controller<K> {
     where
         K: serde::Serialize,
     {
-        Self::assemble(erase(reconciler), None)
+        Self::assemble(Kind::of::<K>(), erase(reconciler), None)
     }
 
     /// A controller that calls `reconciler` for objects of `K` behind the finalizer `finalizer`
@@ -100,16 +103,25 @@ impl<K: Watchable> Controller<K> {
     {
         let finalizer = finalizer.into();
         Self::assemble(
+            Kind::of::<K>(),
             erase_finalized(reconciler, finalizer.clone()),
             Some(finalizer),
         )
     }
+}
 
-    fn assemble(reconciler: Arc<dyn ErasedReconciler<K>>, finalizer: Option<String>) -> Self
+impl<K: Cacheable> Controller<K> {
+    /// A controller of `kind` that runs `reconciler` (behind `finalizer`, if any).
+    pub(super) fn assemble(
+        kind: Kind,
+        reconciler: Arc<dyn ErasedReconciler<K>>,
+        finalizer: Option<String>,
+    ) -> Self
     where
         K: serde::Serialize,
     {
         Self {
+            kind,
             reconciler,
             name: None,
             concurrency: None,
@@ -176,7 +188,7 @@ impl<K: Watchable> Controller<K> {
     /// Reconciles the controlling owner (an ownerReference of kind `K` with `controller: true`)
     /// whenever an object of `C` changes.
     pub fn owns<C: Watchable>(mut self) -> Self {
-        self.triggers.push(owner_trigger::<K, C>());
+        self.triggers.push(owner_trigger::<C>(self.kind.clone()));
         self
     }
 
@@ -262,7 +274,7 @@ impl<K: Watchable> Controller<K> {
     pub(crate) fn resolved_name(&self) -> String {
         self.name
             .clone()
-            .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase())
+            .unwrap_or_else(|| self.kind.name().to_ascii_lowercase())
     }
 
     /// Whether [`Self::concurrency`] was set.

@@ -7,9 +7,10 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::{BoxError, IntoRunnable, Manager, Runnable};
-use crate::controller::{Bound, Cluster, Controller, Watchable};
+use crate::controller::{Bound, Cluster, Controller};
+use crate::informer::Cacheable;
 
-impl<K: Watchable> IntoRunnable for Controller<K> {
+impl<K: Cacheable> IntoRunnable for Controller<K> {
     /// Binds the controller to the manager's cluster (its informer factory, watch namespace and
     /// metrics), with the manager's default concurrency unless it set its own.
     ///
@@ -52,7 +53,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 /// sharing the binding (informers, handlers, caches).
 struct Term<K>(Bound<K>);
 
-impl<K: Watchable> Runnable for Term<K> {
+impl<K: Cacheable> Runnable for Term<K> {
     fn name(&self) -> String {
         self.0.name().to_owned()
     }
