@@ -30,14 +30,18 @@ impl<K> Cacheable for K where K: Resource + Clone + DeserializeOwned + Debug + S
     label = "not a Kubernetes resource",
     note = "owned and watched kinds are k8s-openapi types or kube `CustomResource`s (they implement `kube::Resource`)"
 )]
-pub trait Watchable: Cacheable + Resource<DynamicType = ()> {
+// Not `Watchable: Cacheable`: every watchable kind is cacheable through the blanket impl, and the
+// bounds spelled out keep the compiler's message for a type that is no resource as it was.
+pub trait Watchable:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
     /// Whether objects of this kind live in namespaces.
     const NAMESPACED: bool;
 }
 
 impl<K> Watchable for K
 where
-    K: Cacheable + Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: Scope,
 {
     const NAMESPACED: bool = <K::Scope as Scope>::NAMESPACED;
