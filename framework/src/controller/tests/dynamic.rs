@@ -1,11 +1,12 @@
 //! A controller over a kind given at run time: `DynamicObject`s of a CRD, reconciled behind a
-//! finalizer, cleaned up, their failures reported as for a compiled kind.
+//! finalizer, cleaned up, their failures reported as for a compiled kind, owning what they apply.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{DeleteParams, DynamicObject};
+use kube::api::{DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::discovery::Scope;
 use kube::{Api, CustomResource, CustomResourceExt as _, ResourceExt as _};
 use parking_lot::Mutex;
@@ -38,7 +39,8 @@ struct GizmoStatus {
     conditions: Vec<serde_json::Value>,
 }
 
-/// Records what it reconciled and cleaned up, by name; fails where `spec.fail` is true.
+/// Records what it reconciled and cleaned up, by name; fails where `spec.fail` is true, else
+/// applies a ConfigMap `<name>-child` that the object owns.
 #[derive(Clone, Default)]
 struct Seen {
     reconciled: Arc<Mutex<Vec<String>>>,
@@ -51,12 +53,22 @@ impl Reconciler<DynamicObject> for Seen {
     async fn reconcile(
         &self,
         obj: Arc<DynamicObject>,
-        _: &Context<DynamicObject>,
+        ctx: &Context<DynamicObject>,
     ) -> Result<Action, Self::Error> {
         self.reconciled.lock().push(obj.name_any());
         if obj.data["spec"]["fail"] == true {
             return Err(std::io::Error::other("this gizmo always fails"));
         }
+        let child = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!("{}-child", obj.name_any())),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        ctx.apply(&obj, child)
+            .await
+            .map_err(std::io::Error::other)?;
         Ok(Action::await_change())
     }
 }
@@ -78,22 +90,30 @@ fn gizmo(name: &str, fail: bool) -> Gizmo {
     g
 }
 
+impl Seen {
+    fn reconciles_of(&self, name: &str) -> usize {
+        self.reconciled.lock().iter().filter(|n| *n == name).count()
+    }
+}
+
 fn has_finalizer(fake: &FakeApiServer, name: &str) -> Option<()> {
     let g: Gizmo = fake.get("default", name).ok()??;
     g.finalizers().iter().any(|f| f == FINALIZER).then_some(())
 }
 
 #[tokio::test]
-async fn a_dynamic_controller_finalizes_cleans_up_and_reports_failures_on_its_kind() {
+async fn a_dynamic_controller_finalizes_cleans_up_reports_failures_and_owns_what_it_applies() {
     let fake = FakeApiServer::new();
     fake.register_crd::<Gizmo>();
     fake.register::<Event>();
+    fake.register::<ConfigMap>();
     fake.seed(&gizmo("good", false)).expect("seed");
     fake.seed(&gizmo("bad", true)).expect("seed");
     let seen = Seen::default();
     let resource = Gizmo::api_resource();
     let controller =
-        Controller::dynamic_with_finalizer(seen.clone(), FINALIZER, &resource, &Scope::Namespaced);
+        Controller::dynamic_with_finalizer(seen.clone(), FINALIZER, &resource, &Scope::Namespaced)
+            .owns::<ConfigMap>();
     let running = start(&fake, controller);
     assert_eq!(running.bound.name(), "gizmo", "named after the kind");
 
@@ -132,6 +152,35 @@ async fn a_dynamic_controller_finalizes_cleans_up_and_reports_failures_on_its_ki
     })
     .await
     .expect("the failure is set on the custom resource's status");
+
+    let child: ConfigMap = wait_for(Duration::from_secs(10), "good's child", || async {
+        fake.get("default", "good-child").ok()?
+    })
+    .await
+    .expect("the reconcile applies its child");
+    let owner = &child.metadata.owner_references.expect("an owner")[0];
+    assert_eq!(
+        (
+            owner.kind.as_str(),
+            owner.api_version.as_str(),
+            owner.name.as_str()
+        ),
+        ("Gizmo", "dynamic.test.kubeward.dev/v1", "good"),
+        "the child's controller owner is the gizmo, as discovered"
+    );
+    assert_eq!(owner.controller, Some(true));
+    let before = seen.reconciles_of("good");
+    let children: Api<ConfigMap> = Api::namespaced(fake.client(), "default");
+    let edit = serde_json::json!({ "data": { "edited": "by hand" } });
+    children
+        .patch("good-child", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .expect("edit the child");
+    wait_for(Duration::from_secs(10), "good reconciled again", || async {
+        (seen.reconciles_of("good") > before).then_some(())
+    })
+    .await
+    .expect("a change to an owned object reconciles its dynamic owner");
 
     let api: Api<DynamicObject> = Api::namespaced_with(fake.client(), "default", &resource);
     api.delete("good", &DeleteParams::default())
