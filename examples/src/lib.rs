@@ -3,6 +3,7 @@
 pub mod by_hand;
 pub mod configmap_generator;
 pub mod configmap_generator_v1alpha1;
+pub mod label_everything;
 pub mod reconcile_kit;
 pub mod triggers;
 pub mod webhooks;

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Action, Cleanup, Context, Error, Reconciler, Watchable, finalizer};
+use super::{Action, Cacheable, Cleanup, Context, Error, Reconciler, finalizer};
 
 /// Runs `steps`, failing with [`Error::Timeout`] after `timeout`.
 pub(crate) async fn within<E: std::error::Error + 'static>(
@@ -27,7 +27,7 @@ pub(crate) async fn reconcile<K, R>(
     ctx: &Context<K>,
 ) -> Result<Action, Error<R::Error>>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Reconciler<K>,
 {
     reconciler
@@ -45,7 +45,7 @@ pub(crate) async fn finalized<K, R>(
     ctx: &Context<K>,
 ) -> Result<Action, Error<R::Error>>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Cleanup<K>,
 {
     let client = ctx.client();
@@ -59,7 +59,7 @@ where
             .await
             .map_err(Error::Cleanup)?;
         // `None`: the object is already gone, which is what removing the finalizer is for.
-        finalizer::remove(&client, obj.as_ref(), finalizer)
+        finalizer::remove(&client, ctx.kind(), obj.as_ref(), finalizer)
             .await
             .map_err(|source| Error::RemoveFinalizer {
                 finalizer: finalizer.to_owned(),
@@ -70,7 +70,7 @@ where
     let obj = if has_finalizer {
         obj
     } else {
-        let added = finalizer::add(&client, obj.as_ref(), finalizer)
+        let added = finalizer::add(&client, ctx.kind(), obj.as_ref(), finalizer)
             .await
             .map_err(|source| Error::AddFinalizer {
                 finalizer: finalizer.to_owned(),

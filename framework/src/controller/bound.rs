@@ -11,7 +11,7 @@ use super::own_writes::OwnWrites;
 use super::running::{Queues, Wiring};
 use super::trigger::Wired;
 use super::worker::Shared;
-use super::{Cluster, Context, Controller, DEFAULT_CONCURRENCY, Watchable};
+use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY};
 use crate::cache::ObjectKey;
 use crate::informer::handler_fns;
 use crate::queue::{AddOptions, Priority};
@@ -41,7 +41,7 @@ impl<K> std::fmt::Debug for Bound<K> {
     }
 }
 
-impl<K: Watchable> Controller<K> {
+impl<K: Cacheable> Controller<K> {
     /// Binds the controller to `cluster` without a Manager (kube-runtime's `Controller::run`):
     /// registers its handlers on the shared informers of its kind and of what it owns and
     /// watches. Then [`Bound::run`] reconciles until a shutdown future completes.
@@ -77,7 +77,7 @@ impl<K: Watchable> Controller<K> {
         let intake = Intake::default();
         let queues = Queues::new(metrics.workqueue(&name), self.rate_limiter);
 
-        let informer = factory.watched::<K>(namespace);
+        let informer = factory.informer_at::<K>(self.kind.watch_path(namespace));
         let predicate = self.predicate;
         let echoes = Arc::new(Echoes::new(self.to_json));
         let own_writes = Arc::clone(&echoes);
@@ -129,12 +129,12 @@ impl<K: Watchable> Controller<K> {
 
         let ctx = Context::new(
             name.clone(),
-            cluster.factory.client().clone(),
             informer.store(),
             Arc::clone(factory),
             namespace.map(str::to_owned),
             metrics,
             own_writes,
+            self.kind,
         );
         let shared = Arc::new(Shared {
             ctx,
@@ -161,7 +161,7 @@ impl<K: Watchable> Controller<K> {
     }
 }
 
-impl<K: Watchable> Bound<K> {
+impl<K: Cacheable> Bound<K> {
     /// The controller's name, as in its logs, metrics and Events.
     #[must_use]
     pub fn name(&self) -> &str {

@@ -11,7 +11,7 @@ use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
-use super::{Cleanup, Predicate, Reconciler, Watchable};
+use super::{Cacheable, Cleanup, Kind, Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
@@ -48,6 +48,8 @@ pub const DEFAULT_CONCURRENCY: u16 = 1;
 /// ```
 #[must_use]
 pub struct Controller<K> {
+    /// The kind reconciled, from `K` or given at run time.
+    pub(crate) kind: Kind,
     pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
     pub(crate) name: Option<String>,
     pub(crate) concurrency: Option<u16>,
@@ -73,6 +75,7 @@ pub struct Controller<K> {
 impl<K> std::fmt::Debug for Controller<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")
+            .field("kind", &self.kind.name())
             .field("name", &self.name)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
@@ -92,7 +95,7 @@ impl<K: Watchable> Controller<K> {
     where
         K: serde::Serialize,
     {
-        Self::assemble(erase(reconciler), None)
+        Self::assemble(Kind::of::<K>(), erase(reconciler), None).shardable()
     }
 
     /// A controller that calls `reconciler` for objects of `K` behind the finalizer `finalizer`
@@ -107,16 +110,33 @@ impl<K: Watchable> Controller<K> {
     {
         let finalizer = finalizer.into();
         Self::assemble(
+            Kind::of::<K>(),
             erase_finalized(reconciler, finalizer.clone()),
             Some(finalizer),
         )
+        .shardable()
     }
 
-    fn assemble(reconciler: Arc<dyn ErasedReconciler<K>>, finalizer: Option<String>) -> Self
+    /// With the sharder of its own kind first among `kinds`: a controller of a compiled kind
+    /// can be sharded (one over a kind found at run time cannot yet).
+    fn shardable(mut self) -> Self {
+        self.kinds.insert(0, KindSharder::main::<K>());
+        self
+    }
+}
+
+impl<K: Cacheable> Controller<K> {
+    /// A controller of `kind` that runs `reconciler` (behind `finalizer`, if any).
+    pub(super) fn assemble(
+        kind: Kind,
+        reconciler: Arc<dyn ErasedReconciler<K>>,
+        finalizer: Option<String>,
+    ) -> Self
     where
         K: serde::Serialize,
     {
         Self {
+            kind,
             reconciler,
             name: None,
             concurrency: None,
@@ -131,7 +151,7 @@ impl<K: Watchable> Controller<K> {
             reporting: Reporting::default(),
             to_json: |obj: &K| serde_json::to_value(obj),
             ring: None,
-            kinds: vec![KindSharder::main::<K>()],
+            kinds: Vec::new(),
         }
     }
 
@@ -185,7 +205,7 @@ impl<K: Watchable> Controller<K> {
     /// Reconciles the controlling owner (an ownerReference of kind `K` with `controller: true`)
     /// whenever an object of `C` changes.
     pub fn owns<C: Watchable>(mut self) -> Self {
-        self.triggers.push(owner_trigger::<K, C>());
+        self.triggers.push(owner_trigger::<C>(self.kind.clone()));
         self.kinds.push(KindSharder::owned::<C>());
         self
     }
@@ -198,7 +218,7 @@ impl<K: Watchable> Controller<K> {
         PartialObjectMeta<C>: Watchable,
     {
         self.triggers
-            .push(owner_trigger::<K, PartialObjectMeta<C>>());
+            .push(owner_trigger::<PartialObjectMeta<C>>(self.kind.clone()));
         self.kinds.push(KindSharder::owned::<C>());
         self
     }
@@ -281,6 +301,11 @@ impl<K: Watchable> Controller<K> {
         self
     }
 
+    /// Whether the controller can run as a shard of its ring: its own kind has a sharder.
+    pub(crate) fn can_shard(&self) -> bool {
+        self.kinds.first().is_some_and(KindSharder::is_main)
+    }
+
     /// The controller as one shard of its ring runs it: objects the sharder drains are handed
     /// back instead of reconciled.
     pub(crate) fn into_shard(mut self) -> Self {
@@ -294,7 +319,7 @@ impl<K: Watchable> Controller<K> {
     pub(crate) fn resolved_name(&self) -> String {
         self.name
             .clone()
-            .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase())
+            .unwrap_or_else(|| self.kind.name().to_ascii_lowercase())
     }
 
     /// Whether [`Self::concurrency`] was set.

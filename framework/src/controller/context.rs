@@ -3,8 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use kube::api::ApiResource;
 use kube::{Client, Resource};
 
+use super::Kind;
 use super::own_writes::OwnWrites;
 use crate::cache::Store;
 use crate::events::{Recorder, Subject};
@@ -25,6 +27,7 @@ struct Inner<K> {
     recorder: Recorder,
     own_writes: Arc<OwnWrites>,
     reads: ReadMetrics,
+    kind: Kind,
 }
 
 impl<K> Clone for Context<K> {
@@ -43,16 +46,18 @@ impl<K> fmt::Debug for Context<K> {
     }
 }
 
-impl<K: Resource<DynamicType = ()>> Context<K> {
+impl<K: Resource> Context<K> {
+    /// The context of the controller `name` of `kind`, on `factory`'s client.
     pub(crate) fn new(
         name: String,
-        client: Client,
         store: Store<K>,
         factory: Arc<Factory>,
         namespace: Option<String>,
         metrics: &Metrics,
         own_writes: Arc<OwnWrites>,
+        kind: Kind,
     ) -> Self {
+        let client = factory.client().clone();
         let recorder = Recorder::new(client.clone(), name.clone()).metrics(metrics);
         let reads = metrics.reads(&name);
         Self {
@@ -65,6 +70,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 recorder,
                 own_writes,
                 reads,
+                kind,
             }),
         }
     }
@@ -79,6 +85,13 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     #[must_use]
     pub fn client(&self) -> Client {
         self.inner.client.clone()
+    }
+
+    /// The API resource of the controller's kind (group, version, kind, plural): what a
+    /// reconciler of `DynamicObject`s passes to `Api::namespaced_with` or `Api::all_with`.
+    #[must_use]
+    pub fn resource(&self) -> &ApiResource {
+        self.inner.kind.resource()
     }
 
     /// The cache of `K`: `get`, `list` and index queries, without calling the API server.
@@ -116,6 +129,11 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         &self.inner.own_writes
     }
 
+    /// The kind the controller reconciles.
+    pub(crate) fn kind(&self) -> &Kind {
+        &self.inner.kind
+    }
+
     /// The one namespace the manager watches, `None` for all.
     pub(crate) fn namespace(&self) -> Option<&str> {
         self.inner.namespace.as_deref()
@@ -136,7 +154,9 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// `ctx.event(&obj).normal("Generated", note)`. It never fails and never waits; see
     /// [`Recorder`] for aggregation, rate limits and failures.
     pub fn event(&self, obj: &K) -> Subject<'_> {
-        self.inner.recorder.about(obj.object_ref(&()))
+        self.inner
+            .recorder
+            .about(self.inner.kind.object_ref(obj.meta()))
     }
 }
 
@@ -173,12 +193,12 @@ mod tests {
         let metrics = Metrics::new(&prometheus::Registry::new())?;
         let ctx = Context::<ConfigMap>::new(
             "lister".into(),
-            client,
             store,
             Arc::clone(&factory),
             Some("demo".into()),
             &metrics,
             Arc::new(OwnWrites::new(Intake::default())),
+            Kind::of::<ConfigMap>(),
         );
         // Nothing watched Secrets before: the informer starts now, and on this one-thread
         // runtime it cannot have listed before the lister waits for it.

@@ -17,7 +17,7 @@ use kube::core::Request;
 
 use super::erased::{ErasedReconciler, Failure, Next};
 use super::error::is_conflict;
-use super::{Action, Context, ErrorAction, Watchable};
+use super::{Action, Cacheable, Context, ErrorAction};
 use crate::sharding::{drain_label, shard_label};
 
 /// A shard's reconciler: drains objects the sharder asks back, reconciles the others.
@@ -38,7 +38,7 @@ impl<K> Draining<K> {
     }
 }
 
-impl<K: Watchable> ErasedReconciler<K> for Draining<K> {
+impl<K: Cacheable> ErasedReconciler<K> for Draining<K> {
     fn run<'a>(
         &'a self,
         obj: Arc<K>,
@@ -74,7 +74,7 @@ impl<K: Watchable> ErasedReconciler<K> for Draining<K> {
 
 impl<K> Draining<K> {
     /// Removes the shard and drain labels of `obj`, if it is still at the version seen.
-    async fn hand_back<C: Watchable>(&self, obj: &C, ctx: &Context<C>) -> Result<(), kube::Error> {
+    async fn hand_back<C: Cacheable>(&self, obj: &C, ctx: &Context<C>) -> Result<(), kube::Error> {
         let meta = obj.meta();
         let labels: BTreeMap<&str, Option<&str>> = [
             (self.shard_label.as_str(), None),
@@ -85,7 +85,7 @@ impl<K> Draining<K> {
             "metadata": { "resourceVersion": meta.resource_version, "labels": labels }
         });
         let name = meta.name.as_deref().unwrap_or_default();
-        let request = Request::new(C::url_path(&(), meta.namespace.as_deref()))
+        let request = Request::new(ctx.kind().url_path(meta.namespace.as_deref()))
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .map_err(kube::Error::BuildRequest)?;
         ctx.client().request_text(request).await.map(drop)

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 
 use super::attempt::{finalized, reconcile, within};
 use super::error::is_conflict;
-use super::{Action, Cleanup, Context, Error, ErrorAction, Reconciler, Watchable};
+use super::{Action, Cacheable, Cleanup, Context, Error, ErrorAction, Reconciler};
 
 /// A failed attempt: the [`Error`](super::Error), erased, and what to do next.
 pub(crate) struct Failure {
@@ -50,7 +50,7 @@ struct Finalized<R> {
 /// `reconciler`, erased.
 pub(crate) fn erase<K, R>(reconciler: R) -> Arc<dyn ErasedReconciler<K>>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Reconciler<K>,
 {
     Arc::new(Plain(reconciler))
@@ -62,7 +62,7 @@ pub(crate) fn erase_finalized<K, R>(
     finalizer: String,
 ) -> Arc<dyn ErasedReconciler<K>>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Cleanup<K>,
 {
     Arc::new(Finalized {
@@ -73,7 +73,7 @@ where
 
 impl<K, R> ErasedReconciler<K> for Plain<R>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Reconciler<K>,
 {
     fn run<'a>(
@@ -91,7 +91,7 @@ where
 
 impl<K, R> ErasedReconciler<K> for Finalized<R>
 where
-    K: Watchable,
+    K: Cacheable,
     R: Cleanup<K>,
 {
     fn run<'a>(
@@ -111,7 +111,7 @@ where
 /// What follows `error`: a conflict is looked at again; anything else goes to the policy.
 fn judge<K, R>(reconciler: &R, obj: &K, ctx: &Context<K>, error: Error<R::Error>) -> Failure
 where
-    K: Watchable,
+    K: Cacheable,
     R: Reconciler<K>,
 {
     let next = if is_conflict(&error) {

@@ -6,32 +6,41 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::Kind;
+
 /// Whether `meta` carries `finalizer`.
 pub(crate) fn has(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers.iter().flatten().any(|f| f == finalizer)
 }
 
-/// Adds `finalizer` to `obj`; fails with 409 Conflict if `obj` changed since it was read.
-pub(crate) async fn add<K>(client: &Client, obj: &K, finalizer: &str) -> Result<K, kube::Error>
+/// Adds `finalizer` to `obj`, of `kind`; fails with 409 Conflict if `obj` changed since it was
+/// read.
+pub(crate) async fn add<K>(
+    client: &Client,
+    kind: &Kind,
+    obj: &K,
+    finalizer: &str,
+) -> Result<K, kube::Error>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+    K: Resource + DeserializeOwned + Clone + std::fmt::Debug,
 {
     let mut finalizers = obj.meta().finalizers.clone().unwrap_or_default();
     finalizers.push(finalizer.to_owned());
-    patch_finalizers(client, obj, finalizers).await
+    patch_finalizers(client, kind, obj, finalizers).await
 }
 
-/// Removes `finalizer` from `obj`; fails with 409 Conflict if `obj` changed since it was read.
+/// Removes `finalizer` from `obj`, of `kind`; fails with 409 Conflict if `obj` changed since it was read.
 ///
 /// An object that is already gone (404, e.g. another actor removed the last finalizer during
 /// cleanup) needs nothing more: that is `Ok(None)`, not an error to retry.
 pub(crate) async fn remove<K>(
     client: &Client,
+    kind: &Kind,
     obj: &K,
     finalizer: &str,
 ) -> Result<Option<K>, kube::Error>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+    K: Resource + DeserializeOwned + Clone + std::fmt::Debug,
 {
     let finalizers = obj
         .meta()
@@ -41,7 +50,7 @@ where
         .filter(|f| *f != finalizer)
         .cloned()
         .collect();
-    match patch_finalizers(client, obj, finalizers).await {
+    match patch_finalizers(client, kind, obj, finalizers).await {
         Ok(updated) => Ok(Some(updated)),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
         Err(error) => Err(error),
@@ -51,18 +60,19 @@ where
 /// A merge patch of the finalizer list; the resourceVersion in it is a precondition.
 async fn patch_finalizers<K>(
     client: &Client,
+    kind: &Kind,
     obj: &K,
     finalizers: Vec<String>,
 ) -> Result<K, kube::Error>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+    K: Resource + DeserializeOwned + Clone + std::fmt::Debug,
 {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or_default();
     let patch = json!({
         "metadata": { "finalizers": finalizers, "resourceVersion": meta.resource_version }
     });
-    let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
+    let request = Request::new(kind.url_path(meta.namespace.as_deref()))
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .map_err(kube::Error::BuildRequest)?;
     client.request::<K>(request).await
@@ -101,7 +111,7 @@ mod tests {
             .create(&PostParams::default(), &guarded("a"))
             .await
             .unwrap();
-        let updated = remove(&fake.client(), &read, FINALIZER)
+        let updated = remove(&fake.client(), &Kind::of::<ConfigMap>(), &read, FINALIZER)
             .await
             .unwrap()
             .unwrap();
@@ -109,7 +119,13 @@ mod tests {
             updated.metadata.finalizers,
             Some(vec!["other.example/keep".to_owned()])
         );
-        let stale = remove(&fake.client(), &read, "other.example/keep").await;
+        let stale = remove(
+            &fake.client(),
+            &Kind::of::<ConfigMap>(),
+            &read,
+            "other.example/keep",
+        )
+        .await;
         assert!(
             matches!(stale, Err(kube::Error::Api(ref s)) if s.code == 409),
             "a write from a stale read must be refused, got {stale:?}"
@@ -135,7 +151,13 @@ mod tests {
             api.get_opt("b").await.unwrap().is_none(),
             "the object should be gone"
         );
-        let gone = remove(&fake.client(), &cleared, FINALIZER).await;
+        let gone = remove(
+            &fake.client(),
+            &Kind::of::<ConfigMap>(),
+            &cleared,
+            FINALIZER,
+        )
+        .await;
         assert!(
             matches!(gone, Ok(None)),
             "expected Ok(None) for a deleted object, got {gone:?}"

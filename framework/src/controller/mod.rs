@@ -10,6 +10,15 @@
 //! and retried. A [finalizer](Controller::with_finalizer) runs the reconciler's [`Cleanup`]
 //! before a deleted object goes.
 //!
+//! # Kinds known at run time
+//!
+//! `K` is usually a compiled kind ([`Watchable`](crate::informer::Watchable)): a k8s-openapi
+//! type or a kube `CustomResource`. A controller can also run over a kind found only at run
+//! time, e.g. by `kube::discovery`: [`Controller::dynamic`] takes `DynamicObject`'s
+//! `ApiResource` (any `K`'s `Resource::DynamicType`) and the kind's scope. The controller keeps
+//! that description of its kind and builds every URL, owner reference, Event reference and its
+//! default name from it, so both run the same machinery; owned and watched kinds stay compiled.
+//!
 //! # Layers
 //!
 //! Data flows one way, and each layer knows only the ones before it:
@@ -34,11 +43,13 @@ mod cleanup;
 mod cluster;
 mod context;
 mod drain;
+mod dynamic;
 mod erased;
 mod error;
 mod failure;
 mod finalizer;
 mod intake;
+mod kind;
 mod own_writes;
 mod predicate;
 mod reads;
@@ -52,7 +63,7 @@ mod tests;
 mod trigger;
 mod worker;
 
-pub(crate) use crate::informer::Watchable;
+pub(crate) use crate::informer::{Cacheable, Watchable};
 pub use action::{Action, ErrorAction};
 pub use bound::Bound;
 pub use builder::{Controller, DEFAULT_CONCURRENCY};
@@ -60,6 +71,7 @@ pub use cleanup::Cleanup;
 pub use cluster::Cluster;
 pub use context::Context;
 pub use error::Error;
+pub(crate) use kind::Kind;
 pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub(crate) use trigger::target;

@@ -14,7 +14,7 @@ use super::intake::Intake;
 use super::source::{Source, forward};
 use super::trigger::Wired;
 use super::worker::{Shared, work};
-use super::{Bound, Watchable};
+use super::{Bound, Cacheable};
 use crate::cache::ObjectKey;
 use crate::informer::{self, Factory, SharedInformer};
 use crate::metrics::WorkqueueMetrics;
@@ -93,7 +93,7 @@ impl Drop for ResetGauges {
     }
 }
 
-impl<K: Watchable> Bound<K> {
+impl<K: Cacheable> Bound<K> {
     /// Reconciles until `shutdown` completes: starts the informers that are not running yet,
     /// waits until the caches of the controller's kind and of what it owns and watches have
     /// synced, then works a fresh queue with the controller's concurrency. Each run reconciles
@@ -176,7 +176,7 @@ impl<K> Wiring<K> {
 }
 
 /// Waits until the controller's informer and those of its triggers have synced.
-async fn wait_for_caches<K: Watchable>(
+async fn wait_for_caches<K: Cacheable>(
     informer: &SharedInformer<K>,
     wired: &[Wired],
 ) -> Result<(), informer::Error> {

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube::api::ObjectMeta;
 
-use super::Watchable;
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, Target};
+use super::{Cacheable, Kind, Watchable};
 use crate::cache::ObjectKey;
 use crate::informer::{self, Factory, Registration, SharedInformer, handler_fns};
 
@@ -24,7 +24,7 @@ pub(crate) struct Wired {
 
 impl Wired {
     /// Wired to `informer` through `registration`.
-    pub(crate) fn new<C: Watchable>(
+    pub(crate) fn new<C: Cacheable>(
         informer: &SharedInformer<C>,
         registration: Registration<C>,
     ) -> Self {
@@ -55,11 +55,11 @@ impl Drop for Wired {
 pub(crate) type Trigger =
     Box<dyn FnOnce(&Factory, Option<&str>, &Intake, &Arc<OwnWrites>) -> Wired + Send>;
 
-/// Enqueues the controlling owner of kind `K` of every changed `C`.
-pub(crate) fn owner_trigger<K: Watchable, C: Watchable>() -> Trigger {
-    Box::new(|factory, namespace, queue, own_writes| {
+/// Enqueues the controlling owner of kind `owner` of every changed `C`.
+pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Trigger {
+    Box::new(move |factory, namespace, queue, own_writes| {
         let informer = factory.watched::<C>(namespace);
-        let owners = Arc::new(move |meta: &ObjectMeta| controller_owner::<K>(meta));
+        let owners = Arc::new(move |meta: &ObjectMeta| controller_owner(&owner, meta));
         let keys = move |c: &C| owners(c.meta()).into_iter().collect();
         wire(&informer, queue, own_writes, Mapper::Ours(keys))
     })
@@ -125,21 +125,20 @@ pub(crate) fn target<C: Watchable>(c: &C) -> Target {
     )
 }
 
-/// The key of the ownerReference with `controller: true` whose kind and group are `K`'s.
-pub(crate) fn controller_owner<K: Watchable>(meta: &ObjectMeta) -> Option<ObjectKey> {
-    let kind = K::kind(&());
-    let group = K::group(&());
-    let owner = meta.owner_references.as_ref()?.iter().find(|r| {
+/// The key of the ownerReference with `controller: true` whose kind and group are `owner`'s.
+pub(crate) fn controller_owner(owner: &Kind, meta: &ObjectMeta) -> Option<ObjectKey> {
+    let (kind, group) = (owner.name(), owner.resource().group.as_str());
+    let reference = meta.owner_references.as_ref()?.iter().find(|r| {
         r.controller == Some(true)
             && r.kind == kind
             && r.api_version.rsplit_once('/').map_or("", |(g, _)| g) == group
     })?;
-    let namespace = if K::NAMESPACED {
+    let namespace = if owner.namespaced() {
         meta.namespace.as_deref()
     } else {
         None
     };
-    Some(ObjectKey::new(namespace, &owner.name))
+    Some(ObjectKey::new(namespace, &reference.name))
 }
 
 #[cfg(test)]
@@ -177,7 +176,7 @@ mod tests {
             ("apps/v1", "Deployment", "web", true),
         ]);
         assert_eq!(
-            controller_owner::<Deployment>(&meta),
+            controller_owner(&Kind::of::<Deployment>(), &meta),
             Some(ObjectKey::new(Some("prod"), "web"))
         );
     }
@@ -186,7 +185,7 @@ mod tests {
     fn a_cluster_scoped_owner_has_no_namespace_and_the_core_group_is_empty() {
         let meta = owned_by(vec![("v1", "Namespace", "team-a", true)]);
         assert_eq!(
-            controller_owner::<Namespace>(&meta),
+            controller_owner(&Kind::of::<Namespace>(), &meta),
             Some(ObjectKey::new(None, "team-a"))
         );
     }

@@ -10,7 +10,7 @@ use tracing::Instrument as _;
 
 use super::erased::ErasedReconciler;
 use super::failure::{self, Echoes, Reporting};
-use super::{Context, Watchable};
+use super::{Cacheable, Context};
 use crate::cache::ObjectKey;
 use crate::metrics::{ControllerMetrics, Outcome};
 use crate::queue::WorkQueue;
@@ -28,7 +28,7 @@ pub(crate) struct Shared<K> {
 }
 
 /// One worker: takes keys until shutdown; a key it took is always finished.
-pub(super) async fn work<K: Watchable>(
+pub(super) async fn work<K: Cacheable>(
     queue: WorkQueue<ObjectKey>,
     shared: Arc<Shared<K>>,
     shutdown: CancellationToken,
@@ -47,7 +47,7 @@ pub(super) async fn work<K: Watchable>(
     }
 }
 
-async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>, key: &ObjectKey) {
+async fn process<K: Cacheable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>, key: &ObjectKey) {
     let Some(obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
         queue.forget(key);
@@ -56,7 +56,7 @@ async fn process<K: Watchable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
     let span = tracing::info_span!(
         "reconcile",
         controller = shared.ctx.name(),
-        kind = %K::kind(&()),
+        kind = %shared.ctx.kind().name(),
         namespace = key.namespace().unwrap_or_default(),
         object = key.name(),
         reconcile_id = %super::reconcile_id::next(),

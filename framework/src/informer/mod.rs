@@ -79,7 +79,7 @@ pub use handler::{EventHandler, HandlerFns, handler_fns};
 pub use listener::Registration;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
-pub use watchable::Watchable;
+pub use watchable::{Cacheable, Watchable};
 
 pub(crate) use factory::Observed;
 pub(crate) use synced::Synced;

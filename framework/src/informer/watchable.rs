@@ -1,4 +1,5 @@
-//! Kinds whose scope is known at compile time, and the shared informer of one in a namespace.
+//! Kinds an informer can cache, those whose scope is known at compile time, and the shared
+//! informer of one in a namespace.
 
 use std::fmt::Debug;
 
@@ -8,6 +9,20 @@ use serde::de::DeserializeOwned;
 
 use super::{Factory, SharedInformer};
 
+/// A type whose objects a shared informer can cache and a controller can reconcile: any kube
+/// `Resource` that decodes from JSON and can be shared between tasks. That includes kinds known
+/// only at run time, such as `DynamicObject`, whose API resource a controller is given (see
+/// [`Controller::dynamic`](crate::controller::Controller::dynamic)); kinds known at compile time
+/// are also [`Watchable`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Kubernetes resource a controller can reconcile",
+    label = "not a Kubernetes resource",
+    note = "controllers run over k8s-openapi types, kube `CustomResource`s and `DynamicObject` (they implement `kube::Resource`)"
+)]
+pub trait Cacheable: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {}
+
+impl<K> Cacheable for K where K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {}
+
 /// A kind that a controller can watch: a k8s-openapi type or a kube `CustomResource`, namespaced
 /// or cluster-wide, known at compile time.
 #[diagnostic::on_unimplemented(
@@ -15,6 +30,8 @@ use super::{Factory, SharedInformer};
     label = "not a Kubernetes resource",
     note = "owned and watched kinds are k8s-openapi types or kube `CustomResource`s (they implement `kube::Resource`)"
 )]
+// Not `Watchable: Cacheable`: every watchable kind is cacheable through the blanket impl, and the
+// bounds spelled out keep the compiler's message for a type that is no resource as it was.
 pub trait Watchable:
     Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {

@@ -7,9 +7,10 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::{BoxError, IntoRunnable, Manager, Runnable};
-use crate::controller::{Bound, Cluster, Controller, Watchable};
+use crate::controller::{Bound, Cluster, Controller};
+use crate::informer::Cacheable;
 
-impl<K: Watchable> IntoRunnable for Controller<K> {
+impl<K: Cacheable> IntoRunnable for Controller<K> {
     /// Binds the controller to the manager's cluster (its informer factory, watch namespace and
     /// metrics), with the manager's default concurrency unless it set its own.
     ///
@@ -29,9 +30,13 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }
-        // A controller's ring is its name unless it names one.
+        // A controller's ring is its name unless it names one. A controller over a kind found at
+        // run time cannot be sharded yet: it runs on the leader, unsharded.
         let shard_ring = manager.config().shard.as_ref().map(|s| s.ring.as_str());
-        if shard_ring.is_some() && Some(controller.ring.as_deref().unwrap_or(&name)) == shard_ring {
+        if shard_ring.is_some()
+            && Some(controller.ring.as_deref().unwrap_or(&name)) == shard_ring
+            && controller.can_shard()
+        {
             controller.ring.get_or_insert(name);
             return manager.shard_member(controller);
         }
@@ -58,7 +63,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
 /// sharing the binding (informers, handlers, caches).
 pub(super) struct Term<K>(pub(super) Bound<K>);
 
-impl<K: Watchable> Runnable for Term<K> {
+impl<K: Cacheable> Runnable for Term<K> {
     fn name(&self) -> String {
         self.0.name().to_owned()
     }

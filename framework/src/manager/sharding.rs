@@ -20,7 +20,8 @@ use tokio_util::task::AbortOnDropHandle;
 use super::controllers::Term;
 use super::run::pod_namespace;
 use super::{BoxError, Error, Manager, Runnable, runnable_fn};
-use crate::controller::{Cluster, Controller, Watchable};
+use crate::controller::{Cluster, Controller};
+use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
 use crate::metrics::SharderMetrics;
@@ -42,7 +43,7 @@ pub(super) struct Sharding {
 impl Manager {
     /// Binds `controller`, of this shard's ring, to the shard's factory: it reconciles only
     /// this shard's objects, on every replica, while the replica holds its shard Lease.
-    pub(super) fn shard_member<K: Watchable>(
+    pub(super) fn shard_member<K: Cacheable>(
         &self,
         mut controller: Controller<K>,
     ) -> Box<dyn Runnable> {
@@ -184,7 +185,7 @@ struct Member<K> {
     alive: mpsc::Sender<()>,
 }
 
-impl<K: Watchable> Runnable for Member<K> {
+impl<K: Cacheable> Runnable for Member<K> {
     fn name(&self) -> String {
         self.term.name()
     }

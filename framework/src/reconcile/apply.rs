@@ -12,7 +12,7 @@ use super::Error;
 use super::diff::{applied_fields_within, covers};
 use crate::controller::{Context, Watchable, target};
 
-impl<K: Resource<DynamicType = ()>> Context<K> {
+impl<K: Resource> Context<K> {
     /// Server-side applies `child` as an object that `owner` controls, and returns it as the API
     /// server (or the cache) has it.
     ///
@@ -40,9 +40,14 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     where
         C: Watchable + Serialize,
     {
-        let mut owner_ref = owner
-            .controller_owner_ref(&())
-            .ok_or_else(|| incomplete::<K>(owner.meta().name.as_deref(), "metadata.uid"))?;
+        let owner_kind = self.kind();
+        let mut owner_ref = owner_kind
+            .controller_owner_ref(owner.meta())
+            .ok_or_else(|| Error::Incomplete {
+                kind: owner_kind.name().to_owned(),
+                name: owner.meta().name.clone().unwrap_or_default(),
+                missing: "metadata.uid",
+            })?;
         // As controller-runtime's `SetControllerReference`: a foreground deletion of the owner
         // waits for the child.
         owner_ref.block_owner_deletion = Some(true);
@@ -85,7 +90,15 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 let owner_meta = owner.meta();
                 let owner_name = owner_meta.name.as_deref().unwrap_or_default();
                 let owner_ns = owner_meta.namespace.as_deref();
-                return Error::request::<K>("update", Some("finalizers"), owner_ns, owner_name, e);
+                let owners = owner_kind.resource();
+                return Error::request_on(
+                    owners,
+                    "update",
+                    Some("finalizers"),
+                    owner_ns,
+                    owner_name,
+                    e,
+                );
             }
             Error::request::<C>("patch", None, namespace.as_deref(), &name, e)
         };

@@ -1,6 +1,7 @@
 //! Says what went wrong in a reconcile-kit call, naming the missing permission on a 403.
 
 use kube::Resource;
+use kube::api::ApiResource;
 
 /// An error of the reconcile kit.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +76,20 @@ impl Error {
         name: &str,
         source: kube::Error,
     ) -> Self {
-        let mut resource = C::plural(&()).into_owned();
+        let of = ApiResource::erase::<C>(&());
+        Self::request_on(&of, verb, subresource, namespace, name, source)
+    }
+
+    /// As [`Self::request`], on objects of the API resource `of`.
+    pub(super) fn request_on(
+        of: &ApiResource,
+        verb: &'static str,
+        subresource: Option<&str>,
+        namespace: Option<&str>,
+        name: &str,
+        source: kube::Error,
+    ) -> Self {
+        let mut resource = of.plural.clone();
         if let Some(sub) = subresource {
             resource = format!("{resource}/{sub}");
         }
@@ -83,12 +97,12 @@ impl Error {
             return Self::Forbidden {
                 verb,
                 resource,
-                group: C::group(&()).into_owned(),
+                group: of.group.clone(),
                 namespace: namespace.map(str::to_owned),
                 source: Box::new(source),
             };
         }
-        let kind = C::kind(&());
+        let kind = &of.kind;
         let target = match namespace {
             Some(ns) => format!("{ns}/{name}"),
             None => name.to_owned(),

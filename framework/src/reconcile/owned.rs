@@ -14,7 +14,7 @@ use crate::informer::{SharedInformer, Watchable, namespace_of};
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
 
-impl<K: Resource<DynamicType = ()>> Context<K> {
+impl<K: Resource> Context<K> {
     /// The cached objects of `C` that `owner` controls (an owner reference to it with
     /// `controller: true`), found through an index on the controller's uid, without a request.
     ///
@@ -27,7 +27,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
             .uid
             .as_deref()
             .ok_or_else(|| Error::Incomplete {
-                kind: K::kind(&()).into_owned(),
+                kind: self.kind().name().to_owned(),
                 name: owner.meta().name.clone().unwrap_or_default(),
                 missing: "metadata.uid",
             })?;

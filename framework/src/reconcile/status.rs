@@ -14,7 +14,7 @@ use crate::controller::Context;
 
 impl<K> Context<K>
 where
-    K: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Debug,
+    K: Resource + HasStatus + Serialize + DeserializeOwned + Clone + Debug,
     K::Status: Serialize,
 {
     /// Makes `status` the status of `obj` (as read, e.g. the object being reconciled), and
@@ -39,7 +39,7 @@ where
         let name = meta.name.as_deref().unwrap_or_default();
         let json = |what: &str, value: Result<serde_json::Value, serde_json::Error>| {
             value.map_err(|source| Error::Json {
-                what: format!("the {what} status of {} {name}", K::kind(&())),
+                what: format!("the {what} status of {} {name}", self.kind().name()),
                 source,
             })
         };
@@ -55,13 +55,14 @@ where
             { "op": "add", "path": "/status", "value": desired },
         ]);
         let namespace = meta.namespace.as_deref();
-        let fail = |e| Error::request::<K>("patch", Some("status"), namespace, name, e);
+        let of = self.kind().resource();
+        let fail = |e| Error::request_on(of, "patch", Some("status"), namespace, name, e);
         let body = serde_json::to_vec(&patch).map_err(|source| Error::Json {
-            what: format!("the status patch of {} {name}", K::kind(&())),
+            what: format!("the status patch of {} {name}", self.kind().name()),
             source,
         })?;
         let request =
-            http::Request::patch(format!("{}/{name}/status", K::url_path(&(), namespace)))
+            http::Request::patch(format!("{}/{name}/status", self.kind().url_path(namespace)))
                 .header(http::header::CONTENT_TYPE, "application/json-patch+json")
                 .body(body)
                 .map_err(|e| {

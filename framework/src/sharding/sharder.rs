@@ -43,6 +43,8 @@ type Ring = watch::Receiver<Arc<View>>;
 #[derive(Clone, Copy)]
 pub(crate) struct KindSharder {
     bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
+    /// Whether it shards the ring's main kind (by each object's own key).
+    main: bool,
 }
 
 impl std::fmt::Debug for KindSharder {
@@ -63,7 +65,13 @@ impl KindSharder {
                     ))
                 })
             },
+            main: true,
         }
+    }
+
+    /// Whether it shards the ring's main kind.
+    pub(crate) fn is_main(&self) -> bool {
+        self.main
     }
 
     /// The sharder of a kind `C` the ring's controller owns, hashed by each object's controller
@@ -73,6 +81,7 @@ impl KindSharder {
             bind: |cluster, ring, view, metrics| {
                 bind::<C>(cluster, ring, view, metrics, controller_key)
             },
+            main: false,
         }
     }
 }

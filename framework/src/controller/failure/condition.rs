@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::cache::ObjectKey;
-use crate::controller::Watchable;
+use crate::controller::{Cacheable, Kind};
 
 /// How long the status write may take; it holds the object's key meanwhile.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -20,7 +20,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const READY: &str = "Ready";
 
 /// Reads an object of `K` as JSON; captured where `K: Serialize` is known (`Controller::new`),
-/// so that [`Watchable`] need not require it of every owned and watched kind.
+/// so that [`Cacheable`] need not require it of every owned and watched kind.
 pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
 
 /// Status writes in flight or done, whose watch event must not trigger another reconcile: a
@@ -91,9 +91,8 @@ impl<K: Resource> Echoes<K> {
 /// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
 /// and is not a Kubernetes one), since built-in kinds' conditions belong to Kubernetes'
 /// own controllers (a Pod's `Ready` is the kubelet's).
-pub(crate) fn applies<K: Resource<DynamicType = ()>>() -> bool {
-    let group = K::group(&());
-    group.contains('.') && !group.ends_with(".k8s.io")
+pub(crate) fn applies(kind: &Kind) -> bool {
+    kind.is_custom()
 }
 
 /// Sets `obj`'s Ready condition to False with `reason` and `message` by a merge patch of the
@@ -103,19 +102,20 @@ pub(crate) fn applies<K: Resource<DynamicType = ()>>() -> bool {
 /// before the reconcile, whose update a generation predicate filters out, the report is written
 /// once more on the object as the API server has it now: otherwise a terminal failure would
 /// never show.
-pub(super) async fn write<K: Watchable>(
+pub(super) async fn write<K: Cacheable>(
     client: Client,
+    kind: &Kind,
     echoes: &Echoes<K>,
     obj: &K,
     reason: &str,
     message: &str,
 ) {
-    if write_on(client.clone(), echoes, obj, reason, message).await != Written::Conflict {
+    if write_on(client.clone(), kind, echoes, obj, reason, message).await != Written::Conflict {
         return;
     }
-    match tokio::time::timeout(WRITE_TIMEOUT, read(client.clone(), obj)).await {
+    match tokio::time::timeout(WRITE_TIMEOUT, read(client.clone(), kind, obj)).await {
         Ok(Ok(latest)) => {
-            if write_on(client, echoes, &latest, reason, message).await == Written::Conflict {
+            if write_on(client, kind, echoes, &latest, reason, message).await == Written::Conflict {
                 tracing::debug!("the object changed again; not setting Ready=False");
             }
         }
@@ -133,8 +133,9 @@ enum Written {
     Conflict,
 }
 
-async fn write_on<K: Watchable>(
+async fn write_on<K: Cacheable>(
     client: Client,
+    kind: &Kind,
     echoes: &Echoes<K>,
     obj: &K,
     reason: &str,
@@ -166,7 +167,8 @@ async fn write_on<K: Watchable>(
             message: message.to_owned(),
         },
     );
-    let outcome = tokio::time::timeout(WRITE_TIMEOUT, patch_status(client, obj, &patch)).await;
+    let outcome =
+        tokio::time::timeout(WRITE_TIMEOUT, patch_status(client, kind, obj, &patch)).await;
     match outcome {
         Ok(Ok(())) => Written::Done,
         Ok(Err(kube::Error::Api(status))) if status.code == 409 => {
@@ -192,23 +194,24 @@ async fn write_on<K: Watchable>(
 }
 
 /// `obj` as the API server has it now.
-async fn read<K: Watchable>(client: Client, obj: &K) -> Result<K, kube::Error> {
+async fn read<K: Cacheable>(client: Client, kind: &Kind, obj: &K) -> Result<K, kube::Error> {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or_default();
-    let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
+    let request = Request::new(kind.url_path(meta.namespace.as_deref()))
         .get(name, &kube::api::GetParams::default())
         .map_err(kube::Error::BuildRequest)?;
     client.request::<K>(request).await
 }
 
-async fn patch_status<K: Watchable>(
+async fn patch_status<K: Cacheable>(
     client: Client,
+    kind: &Kind,
     obj: &K,
     patch: &Value,
 ) -> Result<(), kube::Error> {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or_default();
-    let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
+    let request = Request::new(kind.url_path(meta.namespace.as_deref()))
         .patch_subresource(
             "status",
             name,
@@ -392,8 +395,8 @@ mod tests {
         use k8s_openapi::api::apps::v1::Deployment;
         use k8s_openapi::api::core::v1::Pod;
         use k8s_openapi::api::networking::v1::Ingress;
-        assert!(!applies::<Pod>());
-        assert!(!applies::<Deployment>());
-        assert!(!applies::<Ingress>());
+        assert!(!applies(&Kind::of::<Pod>()));
+        assert!(!applies(&Kind::of::<Deployment>()));
+        assert!(!applies(&Kind::of::<Ingress>()));
     }
 }

@@ -12,7 +12,7 @@ pub(crate) use condition::{Echoes, ToJson};
 use super::erased::{Failure, Next};
 use super::error::{api_status, message, truncate};
 use super::worker::Shared;
-use super::{ErrorAction, Watchable};
+use super::{Cacheable, ErrorAction};
 use crate::cache::ObjectKey;
 use crate::metrics::Outcome;
 use crate::queue::WorkQueue;
@@ -73,7 +73,7 @@ pub(crate) fn settle(queue: &WorkQueue<ObjectKey>, key: &ObjectKey, failure: &Fa
 /// Reports `failure` on `obj`: a Warning Event, and for a custom resource `Ready=False` with the
 /// API error's reason (`Invalid`, `Forbidden`, ...) or `ReconcileError`. Conflicts are not
 /// reported. Never fails: what cannot be written is logged.
-pub(crate) async fn report<K: Watchable>(shared: &Shared<K>, obj: &Arc<K>, failure: &Failure) {
+pub(crate) async fn report<K: Cacheable>(shared: &Shared<K>, obj: &Arc<K>, failure: &Failure) {
     if failure.next == Next::Conflict {
         return;
     }
@@ -81,7 +81,7 @@ pub(crate) async fn report<K: Watchable>(shared: &Shared<K>, obj: &Arc<K>, failu
     if shared.reporting.events {
         event::report(&shared.ctx, obj, truncate(&text, NOTE_LIMIT));
     }
-    if shared.reporting.status && condition::applies::<K>() {
+    if shared.reporting.status && condition::applies(shared.ctx.kind()) {
         let reason = api_status(&*failure.error)
             .map(|s| s.reason.as_str())
             .filter(|r| is_reason(r))
@@ -89,6 +89,7 @@ pub(crate) async fn report<K: Watchable>(shared: &Shared<K>, obj: &Arc<K>, failu
         let message = truncate(&text, MESSAGE_LIMIT);
         condition::write(
             shared.ctx.client(),
+            shared.ctx.kind(),
             &shared.echoes,
             obj.as_ref(),
             reason,

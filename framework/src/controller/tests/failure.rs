@@ -402,5 +402,5 @@ async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going
 
 #[test]
 fn a_custom_resource_gets_conditions() {
-    assert!(applies::<Widget>());
+    assert!(applies(&crate::controller::Kind::of::<Widget>()));
 }

@@ -1,6 +1,7 @@
 //! Controllers run through [`Controller::bind`] and [`Bound::run`](super::Bound::run) on the
 //! fake API server, without a Manager.
 
+mod dynamic;
 mod failure;
 mod worker;
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Bound, Cluster, Controller, Watchable};
+use super::{Bound, Cacheable, Cluster, Controller};
 use crate::informer::{self, Factory};
 use crate::metrics::Metrics;
 use crate::testing::{FakeApiServer, wait_for};
@@ -25,7 +26,7 @@ struct Running<K> {
 }
 
 /// Binds `controller` to the fake's informers and runs it.
-fn start<K: Watchable>(fake: &FakeApiServer, controller: Controller<K>) -> Running<K> {
+fn start<K: Cacheable>(fake: &FakeApiServer, controller: Controller<K>) -> Running<K> {
     let registry = prometheus::Registry::new();
     let metrics = Metrics::new(&registry).expect("a new registry takes every family");
     let factory = Arc::new(Factory::new(fake.client()));
@@ -43,7 +44,7 @@ fn start<K: Watchable>(fake: &FakeApiServer, controller: Controller<K>) -> Runni
     }
 }
 
-impl<K: Watchable> Running<K> {
+impl<K: Cacheable> Running<K> {
     /// Cancels the run and waits until it returned, which it does once its reconciles finished.
     async fn stop(self) {
         self.shutdown.cancel();

@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod dynamic;
 mod external;
 mod failure_loop;
 mod failures;
