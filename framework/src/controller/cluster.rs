@@ -1,14 +1,15 @@
-//! Holds what a controller runs on: the client, the shared informers, the namespace, the metrics.
+//! Holds what a controller runs on: the client, the shared informers, the cache scope, the metrics.
 
 use std::sync::Arc;
 
 use prometheus::Registry;
 
-use crate::informer::Factory;
+use crate::informer::{CacheScope, Factory};
 use crate::metrics::Metrics;
 
-/// What controllers run on: the client and the shared informer factory, the one namespace they
-/// watch (all by default) and where they count (controller-runtime's `cluster.Cluster`). A
+/// What controllers run on: the client and the shared informer factory, what they cache (every
+/// namespace by default, see [`CacheScope`]) and where they count (controller-runtime's
+/// `cluster.Cluster`). A
 /// Manager makes one for its controllers; without one, make it yourself and
 /// [bind](super::Controller::bind) controllers to it.
 ///
@@ -18,7 +19,7 @@ use crate::metrics::Metrics;
 #[must_use]
 pub struct Cluster {
     pub(crate) factory: Arc<Factory>,
-    pub(crate) namespace: Option<String>,
+    pub(crate) scope: CacheScope,
     /// Where controllers count; `None` for a registry of their own.
     pub(crate) metrics: Option<Metrics>,
 }
@@ -29,14 +30,25 @@ impl Cluster {
     pub fn new(factory: Arc<Factory>) -> Self {
         Self {
             factory,
-            namespace: None,
+            scope: CacheScope::default(),
             metrics: None,
         }
     }
 
-    /// Watches only `namespace` (cluster-scoped kinds are always watched everywhere).
+    /// Watches only `namespace` (cluster-scoped kinds are always watched everywhere); `None`:
+    /// every namespace. The same as a [`CacheScope`] of that one namespace.
     pub fn namespace(mut self, namespace: Option<String>) -> Self {
-        self.namespace = namespace;
+        self.scope = CacheScope::default()
+            .namespaces(namespace)
+            .with_selectors_of(&self.scope);
+        self
+    }
+
+    /// Caches what `scope` says: a set of namespaces, label and field selectors per kind. The
+    /// selectors are not checked here: call [`CacheScope::check`] first (a manager does when
+    /// it starts).
+    pub fn cache(mut self, scope: CacheScope) -> Self {
+        self.scope = scope;
         self
     }
 

@@ -8,7 +8,7 @@ use kube::{Client, Resource};
 use super::own_writes::OwnWrites;
 use crate::cache::{ObjectKey, Store};
 use crate::events::{Recorder, Subject};
-use crate::informer::{self, Factory, Watchable};
+use crate::informer::{self, CacheScope, Factory, Watchable};
 use crate::metrics::Metrics;
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
@@ -21,7 +21,7 @@ struct Inner<K> {
     client: Client,
     store: Store<K>,
     factory: Arc<Factory>,
-    namespace: Option<String>,
+    scope: CacheScope,
     recorder: Recorder,
     own_writes: Arc<OwnWrites>,
 }
@@ -48,7 +48,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         client: Client,
         store: Store<K>,
         factory: Arc<Factory>,
-        namespace: Option<String>,
+        scope: CacheScope,
         metrics: &Metrics,
         own_writes: Arc<OwnWrites>,
     ) -> Self {
@@ -59,7 +59,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 client,
                 store,
                 factory,
-                namespace,
+                scope,
                 recorder,
                 own_writes,
             }),
@@ -103,7 +103,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops only the wait; the informer keeps running.
     pub async fn lister<C: Watchable>(&self) -> Result<Store<C>, informer::Error> {
-        let informer = self.inner.factory.watched::<C>(self.namespace());
+        let informer = self.inner.factory.watched::<C>(&self.inner.scope);
         informer.start()?;
         informer.wait_for_sync().await?;
         Ok(informer.store())
@@ -119,9 +119,9 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         &self.inner.own_writes
     }
 
-    /// The one namespace the manager watches, `None` for all.
-    pub(crate) fn namespace(&self) -> Option<&str> {
-        self.inner.namespace.as_deref()
+    /// What the controller caches: namespaces and selectors.
+    pub(crate) fn scope(&self) -> &CacheScope {
+        &self.inner.scope
     }
 
     /// The controller's event recorder, for Kubernetes Events on any object.
@@ -167,14 +167,15 @@ mod tests {
         }
         let client = fake.client();
         let factory = Arc::new(Factory::new(client.clone()));
-        let store = factory.watched::<ConfigMap>(Some("demo")).store();
+        let scope = CacheScope::default().namespaces(["demo"]);
+        let store = factory.watched::<ConfigMap>(&scope).store();
         let metrics = Metrics::new(&prometheus::Registry::new())?;
         let ctx = Context::<ConfigMap>::new(
             "lister".into(),
             client,
             store,
             Arc::clone(&factory),
-            Some("demo".into()),
+            scope,
             &metrics,
             Arc::new(OwnWrites::new(Intake::default())),
         );

@@ -53,6 +53,7 @@
 //! ```
 
 mod buffer;
+mod cache_scope;
 mod config;
 mod connectivity;
 mod decode;
@@ -63,6 +64,7 @@ mod handler;
 mod listener;
 mod progress;
 mod reflector;
+mod selector;
 mod shared_informer;
 mod stats;
 mod synced;
@@ -72,15 +74,16 @@ mod watchable;
 #[cfg(all(test, feature = "testing"))]
 mod tests;
 
+pub use cache_scope::CacheScope;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use factory::Factory;
 pub use handler::{EventHandler, HandlerFns, handler_fns};
 pub use listener::Registration;
+pub use selector::SelectorError;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
 pub use watchable::Watchable;
 
 pub(crate) use factory::Observed;
 pub(crate) use synced::Synced;
-pub(crate) use watchable::namespace_of;

@@ -30,7 +30,7 @@ impl<K: Watchable> IntoRunnable for Controller<K> {
             controller = controller.concurrency(manager.config().default_concurrency());
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
-            .namespace(manager.config().watch_namespace().map(str::to_owned))
+            .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());
         let bound = controller.bind(&cluster);
         let readiness = bound.clone();

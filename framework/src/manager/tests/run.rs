@@ -269,3 +269,29 @@ async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn an_invalid_cache_selector_stops_run_before_anything_starts_naming_the_selector_and_why() {
+    use std::error::Error as _;
+
+    use k8s_openapi::api::core::v1::Secret;
+
+    use crate::informer::CacheScope;
+
+    let scope = CacheScope::default()
+        .namespaces(["shop"])
+        .labels::<Secret>("app in (web");
+    let refused = Manager::new(offline_client(), Config::default().cache(scope))
+        .run()
+        .await;
+    let Err(error @ Error::Cache(_)) = &refused else {
+        panic!("not refused for its cache scope: {refused:?}");
+    };
+    let cause = error.source().expect("the invalid selector");
+    assert_eq!(
+        cause.to_string(),
+        "invalid label selector \"app in (web\" for Secret"
+    );
+    let parse = cause.source().expect("the parse error");
+    assert_eq!(parse.to_string(), "a '(' without its ')'");
+}
