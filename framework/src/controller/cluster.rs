@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use prometheus::Registry;
 
-use crate::informer::{CacheScope, Factory};
+use crate::informer::{CacheScope, Factory, SharedInformer, Watchable};
 use crate::metrics::Metrics;
 
 /// What controllers run on: the client and the shared informer factory, what they cache (every
@@ -50,6 +50,14 @@ impl Cluster {
     pub fn cache(mut self, scope: CacheScope) -> Self {
         self.scope = scope;
         self
+    }
+
+    /// The shared informer of `K` that controllers bound to this cluster use: over its
+    /// namespaces, with its selectors for `K`; one store however many namespaces it covers. For
+    /// handlers of your own next to the controllers, or an informer-only program.
+    #[must_use]
+    pub fn informer<K: Watchable>(&self) -> SharedInformer<K> {
+        self.factory.watched::<K>(&self.scope)
     }
 
     /// Counts reconciles and queue activity in `metrics` (the `controller_runtime_*` and

@@ -16,5 +16,6 @@ mod metrics;
 mod rbac;
 mod reconcile_kit;
 mod reliability;
+mod scope;
 mod triggers;
 mod webhook;
