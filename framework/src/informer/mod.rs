@@ -19,8 +19,9 @@
 //! ```
 //!
 //! A [`SharedInformer`] composes one reflector, one store and the fan-out to its
-//! [`EventHandler`]s, and starts and stops them. The [`Factory`] is the way to get one: it
-//! shares one informer per type, namespace and selectors between everyone who asks;
+//! [`EventHandler`]s, and starts and stops them (one reflector per namespace when it covers a
+//! [`CacheScope`]'s namespace set, all filling the one store). The [`Factory`] is the way to get
+//! one: it shares one informer per type, namespaces and selectors between everyone who asks;
 //! [`SharedInformer::new`] makes a private one.
 //!
 //! ```no_run
