@@ -1,4 +1,4 @@
-//! How far a reflector got: synced or not, the latest resourceVersion, its request counters.
+//! How far an informer's reflectors got: synced or not, the latest resourceVersion, request counters.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -101,16 +101,13 @@ impl Progress {
     /// Marks a complete list stored, the reflector's `first`; the informer has synced once
     /// every reflector's first list is.
     pub(crate) fn listed(&self, first: bool) {
-        let unlisted = if first {
-            let before = self
+        if first {
+            // Never below zero: each reflector reports its first list once.
+            let _ = self
                 .unlisted
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-                .unwrap_or(0);
-            before.saturating_sub(1)
-        } else {
-            self.unlisted.load(Ordering::Acquire)
-        };
-        if unlisted == 0 {
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+        if self.unlisted.load(Ordering::Acquire) == 0 {
             self.synced.send_replace(true);
         }
         self.stats.synced_now();

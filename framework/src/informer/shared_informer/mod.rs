@@ -283,7 +283,8 @@ where
         Synced::new(self.inner.progress.subscribe(), self.inner.shutdown.clone())
     }
 
-    /// The resourceVersion of the latest list, event or bookmark the informer has seen.
+    /// The resourceVersion of the latest list, event or bookmark the informer has seen (over a
+    /// namespace set, the latest any namespace's reflector has seen).
     #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
     pub fn last_sync_resource_version(&self) -> Option<String> {
