@@ -15,7 +15,8 @@ use crate::informer::{Factory, Observed};
 pub(crate) const FIRST: usize = 15;
 
 /// A collector reading the informers' [`Stats`](crate::informer::Stats) and store sizes when
-/// Prometheus scrapes, labelled `resource` with the informer's URL path and selectors.
+/// Prometheus scrapes, labelled `resource` with the informer's URL path (comma-separated paths,
+/// one per namespace, for an informer over a namespace set) and selectors.
 pub(crate) struct InformerCollector {
     factory: Arc<Factory>,
     /// Held while one scrape refills the families, so concurrent scrapes do not mix.
