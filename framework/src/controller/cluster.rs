@@ -76,3 +76,75 @@ impl Cluster {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::core::PartialObjectMeta;
+
+    use super::*;
+    use crate::controller::{Action, Context, Controller, Reconciler};
+
+    struct Idle;
+
+    impl Reconciler<ConfigMap> for Idle {
+        type Error = kube::Error;
+
+        async fn reconcile(
+            &self,
+            _: Arc<ConfigMap>,
+            _: &Context<ConfigMap>,
+        ) -> Result<Action, kube::Error> {
+            Ok(Action::await_change())
+        }
+    }
+
+    /// Informers are made, never started: no request is sent.
+    fn offline_factory() -> Arc<Factory> {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        let client = kube::Client::try_from(config).expect("a plain HTTP config builds a client");
+        Arc::new(Factory::new(client))
+    }
+
+    #[tokio::test]
+    async fn the_scope_reaches_every_informer_a_controller_uses_and_they_are_the_ones_shared() {
+        let factory = offline_factory();
+        let cluster = Cluster::new(Arc::clone(&factory)).cache(
+            CacheScope::default()
+                .namespaces(["a", "b"])
+                .labels::<Secret>("app=web"),
+        );
+        let _bound = Controller::new(Idle)
+            .owns::<Secret>()
+            .watches_metadata::<Secret>(|_| Vec::new())
+            .bind(&cluster);
+        let resources: Vec<String> = factory.observe().into_iter().map(|o| o.resource).collect();
+        let paths =
+            |plural: &str| format!("/api/v1/namespaces/a/{plural},/api/v1/namespaces/b/{plural}");
+        assert_eq!(
+            resources,
+            [
+                paths("configmaps"),
+                format!("{}?labelSelector=app=web", paths("secrets")),
+                format!("{}?labelSelector=app=web", paths("secrets")),
+            ],
+            "the reconciled kind over both namespaces; the owned Secrets, typed and \
+             metadata-only, with their selector too"
+        );
+        assert!(
+            cluster
+                .informer::<Secret>()
+                .ptr_eq(&cluster.informer::<Secret>()),
+            "one shared informer"
+        );
+        assert_eq!(
+            factory.observe().len(),
+            3,
+            "asking again made no new informer"
+        );
+        let _metadata = cluster.informer::<PartialObjectMeta<Secret>>();
+        assert_eq!(factory.observe().len(), 3);
+    }
+}
