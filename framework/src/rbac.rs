@@ -1,7 +1,8 @@
 //! Builds least-privilege RBAC rules for controllers and renders them as YAML.
 //!
 //! `#[derive(Controller)]` generates `Kind::rbac_rules()` with [`Rules`]; [`merge`] joins the rules
-//! of several controllers and [`cluster_role_yaml`] / [`rules_yaml`] write them for a chart.
+//! of several controllers and [`cluster_role_yaml`] / [`rules_yaml`] write them for a chart;
+//! [`roles_yaml`] grants them in each namespace of a namespace set instead.
 
 use std::collections::BTreeMap;
 
@@ -161,10 +162,45 @@ pub fn cluster_role_yaml(name: &str, rules: &[PolicyRule]) -> Result<String, ser
         rules: Some(rules.to_vec()),
         ..ClusterRole::default()
     };
-    let mut value = serde_norway::to_value(&role)?;
+    typed_yaml(&role, "ClusterRole")
+}
+
+/// A Role named `name` in each of `namespaces` holding `rules`, as YAML documents: the grant of
+/// an operator that watches only those namespaces (see
+/// [`CacheScope`](crate::informer::CacheScope)), with no ClusterRole. Rules on cluster-scoped
+/// kinds have no effect in a Role; those still need a ClusterRole.
+///
+/// # Errors
+/// A role could not be serialized (not expected for [`PolicyRule`]).
+pub fn roles_yaml<'a>(
+    name: &str,
+    namespaces: impl IntoIterator<Item = &'a str>,
+    rules: &[PolicyRule],
+) -> Result<String, serde_norway::Error> {
+    let documents = namespaces
+        .into_iter()
+        .map(|namespace| {
+            let role = k8s_openapi::api::rbac::v1::Role {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name.to_owned()),
+                    namespace: Some(namespace.to_owned()),
+                    ..kube::api::ObjectMeta::default()
+                },
+                rules: Some(rules.to_vec()),
+            };
+            typed_yaml(&role, "Role")
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(documents.join("---\n"))
+}
+
+/// `object` as YAML with its `apiVersion` and `kind` (k8s-openapi leaves them to serializers
+/// that know the type).
+fn typed_yaml(object: &impl serde::Serialize, kind: &str) -> Result<String, serde_norway::Error> {
+    let mut value = serde_norway::to_value(object)?;
     if let serde_norway::Value::Mapping(map) = &mut value {
         map.insert("apiVersion".into(), "rbac.authorization.k8s.io/v1".into());
-        map.insert("kind".into(), "ClusterRole".into());
+        map.insert("kind".into(), kind.into());
     }
     serde_norway::to_string(&value)
 }
@@ -255,6 +291,24 @@ mod tests {
         assert_eq!(value["rules"][0]["verbs"][1], "patch");
         let file = rules_yaml("generated", &Rules::new().events().build())?;
         assert!(file.starts_with("# generated\nrules:\n"), "{file}");
+        Ok(())
+    }
+
+    #[test]
+    fn roles_render_one_per_namespace_with_the_same_rules() -> Result<(), serde_norway::Error> {
+        let owned = Rules::new().owned::<ConfigMap>().build();
+        let yaml = roles_yaml("gen", ["team-a", "team-b"], &owned)?;
+        let roles: Vec<serde_norway::Value> = yaml
+            .split("---\n")
+            .map(serde_norway::from_str)
+            .collect::<Result<_, _>>()?;
+        assert_eq!(roles.len(), 2);
+        for (role, namespace) in roles.iter().zip(["team-a", "team-b"]) {
+            assert_eq!(role["kind"], "Role");
+            assert_eq!(role["apiVersion"], "rbac.authorization.k8s.io/v1");
+            assert_eq!(role["metadata"]["namespace"], namespace);
+            assert_eq!(role["rules"][0]["resources"][0], "configmaps");
+        }
         Ok(())
     }
 }

@@ -108,3 +108,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- toYaml (dict "items" $items) }}
 {{- end }}
+
+{{/*
+  The operator's rules of files/rbac-rules.yaml (written by its `manifests` subcommand), as a
+  map with a non-empty `rules` list: one source for the ClusterRole and the per-namespace Roles.
+*/}}
+{{- define "configmap-generator.rbacRules" -}}
+{{- $rules := .Files.Get "files/rbac-rules.yaml" | fromYaml }}
+{{- if or (hasKey $rules "Error") (not $rules.rules) }}
+{{- fail "files/rbac-rules.yaml must be a YAML map with a non-empty `rules` list" }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}

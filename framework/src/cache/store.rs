@@ -100,6 +100,9 @@ pub struct Relist<'a, K> {
     /// The keys listed so far; `None` when the store was empty at the start (an initial list:
     /// nothing cached can be missing from it).
     seen: Option<KeySet>,
+    /// The one namespace this relist covers (one reflector of an informer over several
+    /// namespaces); `None`: the whole store.
+    namespace: Option<String>,
 }
 
 struct Inner<K> {
@@ -323,6 +326,23 @@ impl<K: Resource> Writer<K> {
         Relist {
             writer: self,
             seen: (!empty).then(KeySet::default),
+            namespace: None,
+        }
+    }
+
+    /// As [`Self::relist`], for the objects of one namespace: [`Relist::finish`] removes only
+    /// objects of `namespace` that were not listed, leaving other namespaces' objects alone.
+    /// One store can so be filled by one list and watch per namespace.
+    pub(crate) fn relist_in(&self, namespace: &str) -> Relist<'_, K> {
+        let empty = self
+            .inner
+            .read()
+            .index(NAMESPACE_INDEX)
+            .map_or(true, |index| !index.entries.contains_key(namespace));
+        Relist {
+            writer: self,
+            seen: (!empty).then(KeySet::default),
+            namespace: Some(namespace.to_owned()),
         }
     }
 
@@ -401,6 +421,11 @@ impl<K: Resource> Relist<'_, K> {
             .objects
             .keys()
             .filter(|key| !seen.contains(*key))
+            .filter(|key| {
+                self.namespace
+                    .as_deref()
+                    .is_none_or(|ns| key.namespace() == Some(ns))
+            })
             .cloned()
             .collect();
         gone.into_iter()

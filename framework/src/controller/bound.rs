@@ -65,11 +65,12 @@ impl<K: Cacheable> Controller<K> {
     /// controller.run(ctrl_c).await?; // until Ctrl-C, then the reconciles in flight finish
     /// # Ok(()) }
     /// ```
+    #[must_use = "a bound controller reconciles nothing until it runs"]
     pub fn bind(self, cluster: &Cluster) -> Bound<K> {
         let name = self.resolved_name();
         let concurrency = self.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
         let factory = &cluster.factory;
-        let namespace = cluster.namespace.as_deref();
+        let scope = &cluster.scope;
         let metrics = &cluster.metrics_or_own();
 
         // The queue belongs to a run (see running.rs): until one runs, and between runs, the
@@ -77,7 +78,7 @@ impl<K: Cacheable> Controller<K> {
         let intake = Intake::default();
         let queues = Queues::new(metrics.workqueue(&name), self.rate_limiter);
 
-        let informer = factory.informer_at::<K>(self.kind.watch_path(namespace));
+        let informer = self.kind.watched::<K>(factory, scope);
         let predicate = self.predicate;
         let echoes = Arc::new(Echoes::new(self.to_json));
         let own_writes = Arc::clone(&echoes);
@@ -123,7 +124,7 @@ impl<K: Cacheable> Controller<K> {
         let mut wired: Vec<_> = self
             .triggers
             .into_iter()
-            .map(|t| t(factory, namespace, &intake, &own_writes))
+            .map(|t| t(factory, scope, &intake, &own_writes))
             .collect();
         wired.push(Wired::new(&informer, registration));
 
@@ -131,7 +132,7 @@ impl<K: Cacheable> Controller<K> {
             name.clone(),
             informer.store(),
             Arc::clone(factory),
-            namespace.map(str::to_owned),
+            scope.clone(),
             metrics,
             own_writes,
             self.kind,

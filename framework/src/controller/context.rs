@@ -10,7 +10,7 @@ use super::Kind;
 use super::own_writes::OwnWrites;
 use crate::cache::Store;
 use crate::events::{Recorder, Subject};
-use crate::informer::{self, Factory, Watchable};
+use crate::informer::{self, CacheScope, Factory, Watchable};
 use crate::metrics::{Metrics, ReadMetrics};
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
@@ -23,7 +23,7 @@ struct Inner<K> {
     client: Client,
     store: Store<K>,
     factory: Arc<Factory>,
-    namespace: Option<String>,
+    scope: CacheScope,
     recorder: Recorder,
     own_writes: Arc<OwnWrites>,
     reads: ReadMetrics,
@@ -52,7 +52,7 @@ impl<K: Resource> Context<K> {
         name: String,
         store: Store<K>,
         factory: Arc<Factory>,
-        namespace: Option<String>,
+        scope: CacheScope,
         metrics: &Metrics,
         own_writes: Arc<OwnWrites>,
         kind: Kind,
@@ -66,7 +66,7 @@ impl<K: Resource> Context<K> {
                 client,
                 store,
                 factory,
-                namespace,
+                scope,
                 recorder,
                 own_writes,
                 reads,
@@ -113,7 +113,7 @@ impl<K: Resource> Context<K> {
     /// # Cancel safety
     /// Cancel safe: dropping the future stops only the wait; the informer keeps running.
     pub async fn lister<C: Watchable>(&self) -> Result<Store<C>, informer::Error> {
-        let informer = self.inner.factory.watched::<C>(self.namespace());
+        let informer = self.inner.factory.watched::<C>(&self.inner.scope);
         informer.start()?;
         informer.wait_for_sync().await?;
         Ok(informer.store())
@@ -134,9 +134,9 @@ impl<K: Resource> Context<K> {
         &self.inner.kind
     }
 
-    /// The one namespace the manager watches, `None` for all.
-    pub(crate) fn namespace(&self) -> Option<&str> {
-        self.inner.namespace.as_deref()
+    /// What the controller caches: namespaces and selectors.
+    pub(crate) fn scope(&self) -> &CacheScope {
+        &self.inner.scope
     }
 
     /// The counters of the reads `get` and `list` serve.
@@ -189,13 +189,14 @@ mod tests {
         }
         let client = fake.client();
         let factory = Arc::new(Factory::new(client.clone()));
-        let store = factory.watched::<ConfigMap>(Some("demo")).store();
+        let scope = CacheScope::default().namespaces(["demo"]);
+        let store = factory.watched::<ConfigMap>(&scope).store();
         let metrics = Metrics::new(&prometheus::Registry::new())?;
         let ctx = Context::<ConfigMap>::new(
             "lister".into(),
             store,
             Arc::clone(&factory),
-            Some("demo".into()),
+            scope,
             &metrics,
             Arc::new(OwnWrites::new(Intake::default())),
             Kind::of::<ConfigMap>(),

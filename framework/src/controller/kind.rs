@@ -7,7 +7,8 @@ use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::discovery::Scope;
 
-use super::Watchable;
+use super::{Cacheable, Watchable};
+use crate::informer::{CacheScope, Factory, SharedInformer};
 
 /// The kind a controller reconciles, as every request about its objects needs it: group,
 /// version, kind and plural, and whether its objects live in namespaces. For a kind known at
@@ -58,10 +59,16 @@ impl Kind {
         DynamicObject::url_path(&self.resource, namespace)
     }
 
-    /// The URL path an informer of the kind lists: its objects in `namespace` (all namespaces
-    /// when `None`, always all for a cluster-scoped kind).
-    pub(crate) fn watch_path(&self, namespace: Option<&str>) -> String {
-        self.url_path(namespace.filter(|_| self.namespaced))
+    /// What an informer of the kind lists in `scope`: its URL paths, and its group and kind (to
+    /// find its selectors).
+    pub(crate) fn watched<K: Cacheable>(
+        &self,
+        factory: &Factory,
+        scope: &CacheScope,
+    ) -> SharedInformer<K> {
+        let sources = scope.sources_of(self.namespaced, |ns| self.url_path(ns));
+        let kind = (self.resource.group.clone(), self.resource.kind.clone());
+        factory.informer_of_kind(sources, kind, scope)
     }
 
     /// Whether the kind is a custom resource (its group has a dot and is not a Kubernetes one),
@@ -134,6 +141,16 @@ mod tests {
         assert!(!kind.is_custom(), "apps is a built-in group");
     }
 
+    /// What an informer of `kind` lists when the controller watches namespace `prod`.
+    fn listed_in_prod(kind: &Kind) -> Vec<String> {
+        CacheScope::default()
+            .namespaces(["prod"])
+            .sources_of(kind.namespaced(), |ns| kind.url_path(ns))
+            .into_iter()
+            .map(|(url, _)| url)
+            .collect()
+    }
+
     #[test]
     fn a_kind_found_at_run_time_lists_in_a_namespace_only_when_it_is_namespaced() {
         let widgets = ApiResource::from_gvk_with_plural(
@@ -142,18 +159,15 @@ mod tests {
         );
         let namespaced = Kind::erase::<DynamicObject>(&widgets, &Scope::Namespaced);
         assert_eq!(
-            namespaced.watch_path(Some("prod")),
-            "/apis/example.com/v1/namespaces/prod/widgets"
+            listed_in_prod(&namespaced),
+            ["/apis/example.com/v1/namespaces/prod/widgets"]
         );
         assert!(namespaced.is_custom());
         let cluster = Kind::erase::<DynamicObject>(&widgets, &Scope::Cluster);
+        assert_eq!(listed_in_prod(&cluster), ["/apis/example.com/v1/widgets"]);
         assert_eq!(
-            cluster.watch_path(Some("prod")),
-            "/apis/example.com/v1/widgets"
-        );
-        assert_eq!(
-            Kind::of::<Namespace>().watch_path(Some("prod")),
-            "/api/v1/namespaces",
+            listed_in_prod(&Kind::of::<Namespace>()),
+            ["/api/v1/namespaces"],
             "a cluster-scoped compiled kind is listed everywhere"
         );
     }

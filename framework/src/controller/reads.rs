@@ -17,7 +17,7 @@ use kube::{Client, Resource};
 
 use super::{Context, Watchable};
 use crate::cache::{ObjectKey, Store};
-use crate::informer::namespace_of;
+use crate::informer::{CacheScope, SharedInformer};
 use crate::metrics::ReadSource;
 
 impl<K: Resource<DynamicType = ()>> Context<K> {
@@ -35,7 +35,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<C>>, kube::Error> {
-        let namespace = namespace_of::<C>(namespace);
+        let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
             self.count::<C>(ReadSource::Cache);
             return Ok(cache.get(&ObjectKey::new(namespace, name)));
@@ -68,7 +68,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
         namespace: Option<&str>,
         selector: &Selector,
     ) -> Result<Vec<Arc<C>>, kube::Error> {
-        let namespace = namespace_of::<C>(namespace).or(namespace_of::<C>(self.namespace()));
+        let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
             self.count::<C>(ReadSource::Cache);
             let no_labels = BTreeMap::new();
@@ -83,20 +83,40 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 .collect());
         }
         self.count::<C>(ReadSource::Api);
-        list_live(&self.client(), namespace, selector).await
+        let watched: Vec<&str> = self.scope().watched_namespaces().collect();
+        if namespace.is_some() || !C::NAMESPACED || watched.is_empty() {
+            return list_live(&self.client(), namespace, selector).await;
+        }
+        // Every namespace the controller watches, one list each.
+        let mut all = Vec::new();
+        for ns in watched {
+            all.extend(list_live(&self.client(), Some(ns), selector).await?);
+        }
+        Ok(all)
     }
 
-    /// The store of a synced informer of `C` that holds every object of `namespace` (all
-    /// namespaces when `None`): the one over the controller's own namespace scope, or one over
-    /// exactly `namespace`; never makes one.
+    /// The store of a synced informer of `C` that holds every object of `namespace` (of every
+    /// namespace the controller watches when `None`): the one over the controller's own cache
+    /// scope, or one over exactly `namespace`; never makes one.
     fn cache_of<C: Watchable>(&self, namespace: Option<&str>) -> Option<Store<C>> {
-        let watched = namespace_of::<C>(self.namespace());
-        let covers = watched.is_none() || watched == namespace;
-        let scopes = [covers.then_some(watched), Some(namespace)];
-        scopes.into_iter().flatten().find_map(|scope| {
-            let informer = self.factory().existing::<C>(&C::url_path(&(), scope))?;
-            informer.has_synced().then(|| informer.store())
-        })
+        let scope = self.scope();
+        let watched: Vec<&str> = scope.watched_namespaces().collect();
+        let covers = !C::NAMESPACED
+            || watched.is_empty()
+            || namespace.is_none_or(|ns| watched.contains(&ns));
+        let own = covers
+            .then(|| self.factory().watched_existing::<C>(scope))
+            .flatten();
+        let exact = namespace.and_then(|ns| {
+            let just = CacheScope::default()
+                .namespaces([ns])
+                .with_selectors_of(scope);
+            self.factory().watched_existing::<C>(&just)
+        });
+        own.into_iter()
+            .chain(exact)
+            .find(SharedInformer::has_synced)
+            .map(|informer| informer.store())
     }
 
     fn count<C: Watchable>(&self, source: ReadSource) {

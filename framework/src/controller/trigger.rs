@@ -9,7 +9,7 @@ use super::intake::Intake;
 use super::own_writes::{OwnWrites, Target};
 use super::{Cacheable, Kind, Watchable};
 use crate::cache::ObjectKey;
-use crate::informer::{self, Factory, Registration, SharedInformer, handler_fns};
+use crate::informer::{self, CacheScope, Factory, Registration, SharedInformer, handler_fns};
 
 /// Waits until an informer has synced.
 pub(crate) type WaitForSync =
@@ -53,12 +53,12 @@ impl Drop for Wired {
 /// Wires a trigger to the shared informer of its kind, feeding keys into the controller's intake;
 /// states of objects the controller wrote itself ([`OwnWrites`]) trigger nothing.
 pub(crate) type Trigger =
-    Box<dyn FnOnce(&Factory, Option<&str>, &Intake, &Arc<OwnWrites>) -> Wired + Send>;
+    Box<dyn FnOnce(&Factory, &CacheScope, &Intake, &Arc<OwnWrites>) -> Wired + Send>;
 
 /// Enqueues the controlling owner of kind `owner` of every changed `C`.
 pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Trigger {
-    Box::new(move |factory, namespace, queue, own_writes| {
-        let informer = factory.watched::<C>(namespace);
+    Box::new(move |factory, scope, queue, own_writes| {
+        let informer = factory.watched::<C>(scope);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner(&owner, meta));
         let keys = move |c: &C| owners(c.meta()).into_iter().collect();
         wire(&informer, queue, own_writes, Mapper::Ours(keys))
@@ -69,8 +69,8 @@ pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Trigger {
 pub(crate) fn watch_trigger<W: Watchable>(
     mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Trigger {
-    Box::new(move |factory, namespace, queue, own_writes| {
-        let informer = factory.watched::<W>(namespace);
+    Box::new(move |factory, scope, queue, own_writes| {
+        let informer = factory.watched::<W>(scope);
         wire(&informer, queue, own_writes, Mapper::Users(mapper))
     })
 }

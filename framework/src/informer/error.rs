@@ -25,6 +25,27 @@ pub enum Error {
         /// The informer's resource: URL path and selectors.
         resource: String,
     },
+    /// A selector of a [`CacheScope`](super::CacheScope) does not parse.
+    #[error("invalid {which} selector {selector:?} for {kind}")]
+    InvalidSelector {
+        /// `label` or `field`.
+        which: &'static str,
+        /// The kind it selects, as `Kind.group` (`Kind` for the core group).
+        kind: String,
+        /// The selector.
+        selector: String,
+        /// Why it does not parse.
+        #[source]
+        source: super::selector::SelectorError,
+    },
+    /// A namespace of a [`CacheScope`](super::CacheScope) is not a valid namespace name.
+    #[error(
+        "{namespace:?} is not a valid namespace name (lower-case letters, digits and '-', at most 63)"
+    )]
+    InvalidNamespace {
+        /// The name.
+        namespace: String,
+    },
 }
 
 /// The result of informer operations.

@@ -12,7 +12,8 @@ use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use super::{Config, Error, Result, SharedInformer, Stats, Synced};
+use super::cache_scope::Source;
+use super::{CacheScope, Config, Error, Result, SharedInformer, Stats, Synced};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -26,11 +27,12 @@ pub struct Factory {
     informers: Mutex<HashMap<InformerKey, Entry>>,
 }
 
-/// Type, URL (group, version, resource, namespace) and selectors.
+/// Type, URLs (group, version, resource, and a namespace each) and selectors.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct InformerKey {
     type_id: TypeId,
-    url: String,
+    /// One per namespace of a namespace set, in order.
+    urls: Vec<String>,
     labels: Option<String>,
     fields: Option<String>,
 }
@@ -162,7 +164,13 @@ impl Factory {
         K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
     {
         let url = api.resource_url().to_owned();
-        self.shared(api.into_client(), url)
+        let config = self.config.clone();
+        make(
+            &mut self.informers.lock(),
+            api.into_client(),
+            vec![(url, None)],
+            &config,
+        )
     }
 
     /// The shared informer over `api` with the settings of `config`, which decide, with the
@@ -179,7 +187,7 @@ impl Factory {
     {
         let url = api.resource_url().to_owned();
         let config = config.sharing_connectivity(&self.config.connectivity);
-        let key = key_of::<K>(url.clone(), &config);
+        let key = key_of::<K>(&[(url.clone(), None)], &config);
         let mut informers = self.informers.lock();
         if let Some(entry) = informers.get(&key)
             && entry.config != config
@@ -188,30 +196,67 @@ impl Factory {
                 resource: resource_name(&key),
             });
         }
-        Ok(make(&mut informers, key, api.into_client(), url, &config))
+        Ok(make(
+            &mut informers,
+            api.into_client(),
+            vec![(url, None)],
+            &config,
+        ))
     }
 
-    /// The shared informer of `K` at the URL path `url` with the factory's selectors.
-    pub(crate) fn informer_at<K>(&self, url: String) -> SharedInformer<K>
+    /// The shared informer of `K` filled from `sources` (URL paths, with the namespace each
+    /// lists when there are several) with the factory's config and `scope`'s selectors for `K`.
+    pub(crate) fn informer_over<K>(
+        &self,
+        sources: Vec<Source>,
+        scope: &CacheScope,
+    ) -> SharedInformer<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let config = scope.config_for::<K>(&self.config);
+        make(
+            &mut self.informers.lock(),
+            self.client.clone(),
+            sources,
+            &config,
+        )
+    }
+
+    /// The shared informer of `K`, a kind of `group` named `kind` whose type may be known only at
+    /// run time, filled from `sources` with the factory's config and `scope`'s selectors for it.
+    pub(crate) fn informer_of_kind<K>(
+        &self,
+        sources: Vec<Source>,
+        (group, kind): (String, String),
+        scope: &CacheScope,
+    ) -> SharedInformer<K>
     where
         K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
     {
-        self.shared(self.client.clone(), url)
+        let config = scope.config_for_kind(group, kind, &self.config);
+        make(
+            &mut self.informers.lock(),
+            self.client.clone(),
+            sources,
+            &config,
+        )
     }
 
-    /// The informer of `K` over `url` with the factory's selectors, made with its config if new.
-    fn shared<K>(&self, client: Client, url: String) -> SharedInformer<K>
-    where
-        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
-    {
-        let key = key_of::<K>(url.clone(), &self.config);
-        make(&mut self.informers.lock(), key, client, url, &self.config)
-    }
-
-    /// The informer of `K` over the URL path `url` with the factory's selectors, if one was
-    /// made; never makes one.
-    pub(crate) fn existing<K: 'static>(&self, url: &str) -> Option<SharedInformer<K>> {
-        let key = key_of::<K>(url.to_owned(), &self.config);
+    /// The informer of `K` filled from `sources` with the factory's config and `scope`'s
+    /// selectors for `K`, if one was made; never makes one.
+    pub(crate) fn existing<K: Resource<DynamicType = ()> + 'static>(
+        &self,
+        sources: &[Source],
+        scope: &CacheScope,
+    ) -> Option<SharedInformer<K>> {
+        let key = key_of::<K>(sources, &scope.config_for::<K>(&self.config));
         self.informers.lock().get(&key).map(typed)
     }
 
@@ -248,7 +293,7 @@ impl Factory {
     pub(crate) fn observe(&self) -> Vec<Observed> {
         let informers = self.informers.lock();
         let mut entries: Vec<(&InformerKey, &Entry)> = informers.iter().collect();
-        entries.sort_by_key(|(key, _)| (&key.url, &key.labels, &key.fields, key.type_id));
+        entries.sort_by_key(|(key, _)| (&key.urls, &key.labels, &key.fields, key.type_id));
         entries
             .into_iter()
             .map(|(key, entry)| Observed {
@@ -268,19 +313,20 @@ impl Factory {
     }
 }
 
-/// The informer under `key`, made with `config` if there is none.
+/// The informer of `K` over `sources` with `config`'s selectors, made with `config` if there is
+/// none.
 fn make<K>(
     informers: &mut HashMap<InformerKey, Entry>,
-    key: InformerKey,
     client: Client,
-    url: String,
+    sources: Vec<Source>,
     config: &Config,
 ) -> SharedInformer<K>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
+    let key = key_of::<K>(&sources, config);
     let entry = informers.entry(key).or_insert_with(|| {
-        let informer = SharedInformer::<K>::at(client, url, config.clone());
+        let informer = SharedInformer::<K>::at(client, sources, config);
         Entry {
             config: config.clone(),
             typed: Box::new(informer.clone()),
@@ -290,10 +336,10 @@ where
     typed(entry)
 }
 
-fn key_of<K: 'static>(url: String, config: &Config) -> InformerKey {
+fn key_of<K: 'static>(sources: &[Source], config: &Config) -> InformerKey {
     InformerKey {
         type_id: TypeId::of::<K>(),
-        url,
+        urls: sources.iter().map(|(url, _)| url.clone()).collect(),
         labels: config.label_selector.clone(),
         fields: config.field_selector.clone(),
     }
@@ -322,10 +368,11 @@ fn resource_name(key: &InformerKey) -> String {
     .into_iter()
     .filter_map(|(name, value)| Some(format!("{name}={}", value.as_ref()?)))
     .collect();
+    let urls = key.urls.join(",");
     if selectors.is_empty() {
-        key.url.clone()
+        urls
     } else {
-        format!("{}?{}", key.url, selectors.join("&"))
+        format!("{urls}?{}", selectors.join("&"))
     }
 }
 

@@ -110,12 +110,17 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         }
     }
 
-    /// Starts storing a complete list: each object replaces its cached state in place, so the
-    /// old and the new list never both live in full.
-    pub(crate) fn relist(&self) -> Relist<'_, K> {
+    /// Starts storing a complete list, of the whole store or of one `namespace` of it (one
+    /// reflector of several): each object replaces its cached state in place, so the old and the
+    /// new list never both live in full.
+    pub(crate) fn relist(&self, namespace: Option<&str>) -> Relist<'_, K> {
+        let relist = match namespace {
+            Some(namespace) => self.writer.relist_in(namespace),
+            None => self.writer.relist(),
+        };
         Relist {
             fan_out: self,
-            relist: self.writer.relist(),
+            relist,
         }
     }
 }

@@ -19,8 +19,9 @@
 //! ```
 //!
 //! A [`SharedInformer`] composes one reflector, one store and the fan-out to its
-//! [`EventHandler`]s, and starts and stops them. The [`Factory`] is the way to get one: it
-//! shares one informer per type, namespace and selectors between everyone who asks;
+//! [`EventHandler`]s, and starts and stops them (one reflector per namespace when it covers a
+//! [`CacheScope`]'s namespace set, all filling the one store). The [`Factory`] is the way to get
+//! one: it shares one informer per type, namespaces and selectors between everyone who asks;
 //! [`SharedInformer::new`] makes a private one.
 //!
 //! ```no_run
@@ -53,6 +54,7 @@
 //! ```
 
 mod buffer;
+mod cache_scope;
 mod config;
 mod connectivity;
 mod decode;
@@ -63,6 +65,7 @@ mod handler;
 mod listener;
 mod progress;
 mod reflector;
+mod selector;
 mod shared_informer;
 mod stats;
 mod synced;
@@ -72,15 +75,16 @@ mod watchable;
 #[cfg(all(test, feature = "testing"))]
 mod tests;
 
+pub use cache_scope::CacheScope;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use factory::Factory;
 pub use handler::{EventHandler, HandlerFns, handler_fns};
 pub use listener::Registration;
+pub use selector::SelectorError;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
 pub use watchable::{Cacheable, Watchable};
 
 pub(crate) use factory::Observed;
 pub(crate) use synced::Synced;
-pub(crate) use watchable::namespace_of;

@@ -1,6 +1,7 @@
-//! How far a reflector got: synced or not, the latest resourceVersion, its request counters.
+//! How far an informer's reflectors got: synced or not, the latest resourceVersion, request counters.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Resource;
 use parking_lot::Mutex;
@@ -8,10 +9,13 @@ use tokio::sync::watch;
 
 use super::Stats;
 
-/// Written by the reflector, read by the informer.
-#[derive(Debug, Default)]
+/// Written by the reflectors (one per namespace of an informer over several), read by the
+/// informer.
+#[derive(Debug)]
 pub(crate) struct Progress {
     synced: watch::Sender<bool>,
+    /// Reflectors whose first list is not stored yet; synced when none is left.
+    unlisted: AtomicUsize,
     latest: Mutex<Option<Latest>>,
     stats: Arc<Stats>,
 }
@@ -51,7 +55,24 @@ impl std::fmt::Debug for Latest {
     }
 }
 
+impl Default for Progress {
+    /// The progress of one reflector.
+    fn default() -> Self {
+        Self::new(1)
+    }
+}
+
 impl Progress {
+    /// The progress of `reflectors` reflectors filling one store.
+    pub(crate) fn new(reflectors: usize) -> Self {
+        Self {
+            synced: watch::Sender::default(),
+            unlisted: AtomicUsize::new(reflectors),
+            latest: Mutex::default(),
+            stats: Arc::default(),
+        }
+    }
+
     /// Whether the first complete list is stored.
     pub(crate) fn has_synced(&self) -> bool {
         *self.synced.borrow()
@@ -77,9 +98,18 @@ impl Progress {
         *self.latest.lock() = Some(latest.clone());
     }
 
-    /// Marks the first complete list stored.
-    pub(crate) fn synced_now(&self) {
-        self.synced.send_replace(true);
+    /// Marks a complete list stored, the reflector's `first`; the informer has synced once
+    /// every reflector's first list is.
+    pub(crate) fn listed(&self, first: bool) {
+        if first {
+            // Never below zero: each reflector reports its first list once.
+            let _ = self
+                .unlisted
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+        if self.unlisted.load(Ordering::Acquire) == 0 {
+            self.synced.send_replace(true);
+        }
         self.stats.synced_now();
     }
 }
@@ -90,6 +120,16 @@ mod tests {
     use kube::api::ObjectMeta;
 
     use super::*;
+
+    #[test]
+    fn an_informer_of_several_reflectors_syncs_when_the_last_first_list_is_stored() {
+        let progress = Progress::new(2);
+        progress.listed(true);
+        progress.listed(false);
+        assert!(!progress.has_synced(), "one reflector has not listed yet");
+        progress.listed(true);
+        assert!(progress.has_synced());
+    }
 
     #[test]
     fn the_published_version_is_the_latest_text_or_object() {

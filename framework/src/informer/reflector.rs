@@ -33,6 +33,11 @@ pub(crate) struct Reflector<K> {
     decoder: Decoder<K>,
     /// Whether watch events arrive as untyped trees (see [`Reflector::watch`]).
     tree_events: AtomicBool,
+    /// The namespace this reflector fills when it is one of several filling a store (one per
+    /// namespace): its relists replace only that namespace's objects.
+    namespace: Option<String>,
+    /// Whether a complete list was stored.
+    listed: AtomicBool,
     fan_out: Arc<FanOut<K>>,
     progress: Arc<Progress>,
 }
@@ -64,10 +69,11 @@ impl<K> Reflector<K>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
-    /// A reflector of the resource at the URL path `url`, feeding `fan_out`.
+    /// A reflector of the resource at the URL path `url`, feeding `fan_out`; with a `namespace`,
+    /// one of several reflectors feeding it, each listing its own namespace.
     pub(crate) fn new(
         client: Client,
-        url: &str,
+        (url, namespace): (&str, Option<String>),
         config: Config,
         transforms: Arc<Transforms<K>>,
         fan_out: Arc<FanOut<K>>,
@@ -81,6 +87,8 @@ where
             metadata_only: K::metadata_api(),
             decoder,
             tree_events: AtomicBool::new(false),
+            namespace,
+            listed: AtomicBool::new(false),
             fan_out,
             progress,
         }
@@ -155,7 +163,7 @@ where
     /// overlaps the decoding here.
     async fn list(&self) -> Result<String, kube::Error> {
         let config = &self.config;
-        let mut relist = self.fan_out.relist();
+        let mut relist = self.fan_out.relist(self.namespace.as_deref());
         let mut params = ListParams {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
@@ -188,7 +196,8 @@ where
                 relist.finish();
                 self.progress
                     .publish(&Latest::Text(version.as_str().into()));
-                self.progress.synced_now();
+                self.progress
+                    .listed(!self.listed.swap(true, Ordering::Relaxed));
                 Stats::count(&self.progress.stats().relists);
                 return Ok(version);
             };

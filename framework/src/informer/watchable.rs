@@ -7,7 +7,7 @@ use kube::Resource;
 use kube::core::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::DeserializeOwned;
 
-use super::{Factory, SharedInformer};
+use super::{CacheScope, Factory, SharedInformer};
 
 /// A type whose objects a shared informer can cache and a controller can reconcile: any kube
 /// `Resource` that decodes from JSON and can be shared between tasks. That includes kinds known
@@ -61,16 +61,18 @@ impl Scope for ClusterResourceScope {
     const NAMESPACED: bool = false;
 }
 
-/// The namespace an informer of `K` lists: `namespace` for a namespaced kind, all namespaces
-/// (`None`) for a cluster-scoped one.
-pub(crate) fn namespace_of<K: Watchable>(namespace: Option<&str>) -> Option<&str> {
-    namespace.filter(|_| K::NAMESPACED)
-}
-
 impl Factory {
-    /// The shared informer of `K` in `namespace` (all namespaces when `None`; always all for a
-    /// cluster-scoped kind), as the factory's controllers use it.
-    pub(crate) fn watched<K: Watchable>(&self, namespace: Option<&str>) -> SharedInformer<K> {
-        self.informer_at(K::url_path(&(), namespace_of::<K>(namespace)))
+    /// The shared informer of `K` in `scope`'s namespaces (all when none are set; always all for
+    /// a cluster-scoped kind) with its selectors for `K`, as the factory's controllers use it.
+    pub(crate) fn watched<K: Watchable>(&self, scope: &CacheScope) -> SharedInformer<K> {
+        self.informer_over(scope.sources::<K>(), scope)
+    }
+
+    /// The informer [`Self::watched`] would give, if it was made already; never makes one.
+    pub(crate) fn watched_existing<K: Watchable>(
+        &self,
+        scope: &CacheScope,
+    ) -> Option<SharedInformer<K>> {
+        self.existing(&scope.sources::<K>(), scope)
     }
 }

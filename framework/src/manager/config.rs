@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::BindAddress;
+use crate::informer::CacheScope;
 use crate::{informer, leader, webhook};
 
 /// Leader election of a manager: the Lease's name and namespace, its timings, and what a
@@ -69,7 +70,7 @@ pub struct Config {
     pub(crate) metrics_cert_dir: Option<PathBuf>,
     pub(crate) max_concurrent_reconciles: u16,
     pub(crate) graceful_shutdown_timeout: Duration,
-    pub(crate) namespace: Option<String>,
+    pub(crate) cache: CacheScope,
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) informers: informer::Config,
     pub(crate) webhook: webhook::Config,
@@ -126,7 +127,7 @@ impl Default for Config {
             metrics_cert_dir: None,
             max_concurrent_reconciles: 1,
             graceful_shutdown_timeout: Duration::from_secs(30),
-            namespace: None,
+            cache: CacheScope::default(),
             leader_election: None,
             informers: informer::Config::default(),
             webhook: webhook::Config::default(),
@@ -192,10 +193,22 @@ impl Config {
         self
     }
 
-    /// Watch only this namespace (`None`: all namespaces).
+    /// Watch only this namespace (`None`: all namespaces): a [`CacheScope`] of one namespace,
+    /// keeping the selectors set with [`Self::cache`].
     #[must_use]
     pub fn namespace(mut self, namespace: Option<String>) -> Self {
-        self.namespace = namespace;
+        self.cache = CacheScope::default()
+            .namespaces(namespace)
+            .with_selectors_of(&self.cache);
+        self
+    }
+
+    /// What controllers cache: a set of namespaces (all by default) and label and field
+    /// selectors per kind. [`Manager::run`](super::Manager::run) checks the selectors before it
+    /// starts anything, and warns of a watched namespace that does not exist (yet).
+    #[must_use]
+    pub fn cache(mut self, scope: CacheScope) -> Self {
+        self.cache = scope;
         self
     }
 
@@ -232,10 +245,9 @@ impl Config {
         self
     }
 
-    /// The namespace controllers watch, if limited to one.
-    #[must_use]
-    pub(crate) fn watch_namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
+    /// What controllers cache.
+    pub(crate) fn cache_scope(&self) -> &CacheScope {
+        &self.cache
     }
 
     /// The default concurrency of controllers.

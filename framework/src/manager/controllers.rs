@@ -41,7 +41,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             return manager.shard_member(controller);
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
-            .namespace(manager.config().watch_namespace().map(str::to_owned))
+            .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());
         let bound = controller.bind(&cluster);
         let readiness = bound.clone();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use super::{Config, Error, LeaderElection, OnLeadershipLoss, Shard};
+use crate::informer::CacheScope;
 use crate::{leader, webhook};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
@@ -79,9 +80,16 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_SHARD_ID")]
     pub shard_id: Option<String>,
 
-    /// Watch only this namespace; all namespaces when unset.
-    #[arg(long, env = "KUBEWARD_NAMESPACE")]
-    pub namespace: Option<String>,
+    /// Watch only these namespaces (`a,b`, or the flag repeated); all namespaces when unset.
+    /// `--namespace` is another name for it.
+    #[arg(
+        long,
+        alias = "namespace",
+        env = "KUBEWARD_WATCH_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACES"
+    )]
+    pub watch_namespaces: Vec<String>,
 
     /// Reconciles run at once per controller, unless a controller sets its own.
     #[arg(long, env = "KUBEWARD_MAX_CONCURRENT_RECONCILES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -199,6 +207,15 @@ impl Flags {
             ));
         }
         let shard = self.shard(&election)?;
+        let cache = CacheScope::default().namespaces(
+            self.watch_namespaces
+                .iter()
+                .filter(|ns| !ns.is_empty())
+                .cloned(),
+        );
+        cache
+            .check()
+            .map_err(|e| Error::InvalidFlags(format!("--watch-namespaces: {e}")))?;
         let election = self.leader_elect.then(|| {
             LeaderElection::new(
                 &self.leader_election_id,
@@ -215,7 +232,7 @@ impl Flags {
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
-            .namespace(self.namespace.clone())
+            .cache(cache)
             .webhook(self.webhook_config())
             .shard(shard))
     }
@@ -404,6 +421,35 @@ mod tests {
         assert_eq!(
             flags.health_probe_bind_address,
             BindAddress::On("127.0.0.1:9000".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn watch_namespaces_split_on_commas_repeat_and_answer_to_namespace_too() {
+        let namespaces = |args: &[&str]| -> Vec<String> {
+            let flags = Flags::try_parse_from(args).unwrap();
+            let config = flags.config().unwrap();
+            config
+                .cache_scope()
+                .watched_namespaces()
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(
+            namespaces(&["op", "--watch-namespaces=b,a", "--watch-namespaces", "c"]),
+            ["a", "b", "c"]
+        );
+        assert_eq!(namespaces(&["op", "--namespace", "shop"]), ["shop"]);
+        assert!(namespaces(&["op"]).is_empty(), "every namespace by default");
+    }
+
+    #[test]
+    fn a_watched_namespace_kubernetes_would_refuse_is_an_invalid_flag() {
+        let flags = Flags::try_parse_from(["op", "--watch-namespaces=shop,Shop_2"]).unwrap();
+        let error = flags.config().unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidFlags(m) if m.starts_with("--watch-namespaces: \"Shop_2\" is not a valid namespace name")),
+            "{error}"
         );
     }
 

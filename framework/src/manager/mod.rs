@@ -22,6 +22,7 @@ mod flags;
 mod http;
 mod logging;
 mod manifests;
+mod namespaces;
 mod run;
 mod runnable;
 mod secure_metrics;
@@ -114,6 +115,10 @@ pub enum Error {
     /// made.
     #[error("loading the metrics serving certificate")]
     MetricsCertificate(#[source] crate::tls::Error),
+    /// The cache scope names an invalid namespace or selector (see
+    /// [`CacheScope::check`](crate::informer::CacheScope::check)).
+    #[error("checking what the manager caches")]
+    Cache(#[source] crate::informer::Error),
     /// The webhook server could not start, or its configurations could not be installed.
     #[error("starting the webhook server")]
     Webhook(#[source] crate::webhook::Error),

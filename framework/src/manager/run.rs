@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
+use super::namespaces;
 use super::secure_metrics::{self, Guard};
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::leader::{LeaderElector, Leadership, Status};
@@ -127,6 +128,7 @@ impl Manager {
         if let Some(command) = &self.command {
             return self.run_command(command);
         }
+        self.check_cache()?;
         let sharding = self.take_sharding()?;
         self.runnables.lock().extend(sharding);
         let election = self.start_election()?;
@@ -349,6 +351,21 @@ impl Manager {
                 })
             }
         }
+    }
+
+    /// Checks the cache scope's selectors and namespace names, and warns (on a task of its own,
+    /// until shutdown) of watched namespaces that do not exist.
+    fn check_cache(&self) -> Result<()> {
+        self.config.cache.check().map_err(Error::Cache)?;
+        let namespaces: Vec<String> = self
+            .config
+            .cache
+            .watched_namespaces()
+            .map(str::to_owned)
+            .collect();
+        let warning = namespaces::warn_of_missing(self.client.clone(), namespaces);
+        tokio::spawn(self.shutdown.clone().run_until_cancelled_owned(warning));
+        Ok(())
     }
 
     /// Starts the elector when leader election is on; it competes until the release token.

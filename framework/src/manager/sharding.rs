@@ -65,7 +65,7 @@ impl Manager {
         };
         state.kinds.append(&mut controller.kinds);
         let cluster = Cluster::new(Arc::clone(&state.factory))
-            .namespace(self.config().watch_namespace().map(str::to_owned))
+            .cache(self.config().cache_scope().clone())
             .metrics(self.metrics().clone());
         let bound = controller.into_shard().bind(&cluster);
         let readiness = bound.clone();
@@ -163,7 +163,7 @@ impl Manager {
             leases,
             kinds: sharding.kinds,
             cluster: Cluster::new(Arc::clone(self.factory()))
-                .namespace(self.config().watch_namespace().map(str::to_owned))
+                .cache(self.config().cache_scope().clone())
                 .metrics(self.metrics().clone()),
             metrics: self.metrics().sharder(&shard.ring),
         };

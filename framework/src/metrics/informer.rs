@@ -14,11 +14,12 @@ use crate::informer::{Factory, Observed};
 /// Where the informer families start in [`REFERENCE`].
 pub(crate) const FIRST: usize = 15;
 
-/// A collector reading the informers' [`Stats`](crate::informer::Stats) and store sizes when
-/// Prometheus scrapes, labelled `resource` with the informer's URL path and selectors.
 /// The factories whose informers a collector reports; more can be added after it is registered.
 pub(crate) type Factories = Arc<Mutex<Vec<Arc<Factory>>>>;
 
+/// A collector reading the informers' [`Stats`](crate::informer::Stats) and store sizes when
+/// Prometheus scrapes, labelled `resource` with the informer's URL path (comma-separated paths,
+/// one per namespace, for an informer over a namespace set) and selectors.
 pub(crate) struct InformerCollector {
     factory: Factories,
     /// Held while one scrape refills the families, so concurrent scrapes do not mix.

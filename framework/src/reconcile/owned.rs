@@ -9,7 +9,7 @@ use kube::core::Request;
 use super::Error;
 use crate::cache::ObjectKey;
 use crate::controller::Context;
-use crate::informer::{SharedInformer, Watchable, namespace_of};
+use crate::informer::{SharedInformer, Watchable};
 
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
@@ -97,11 +97,10 @@ impl<K: Resource> Context<K> {
         informer.store().get(&ObjectKey::new(namespace, name))
     }
 
-    /// The informer of `C` the controller's manager already runs for the namespace it watches
-    /// (one the controller owns or watches); never makes one.
+    /// The informer of `C` the controller's manager already runs for what it caches (one the
+    /// controller owns or watches); never makes one.
     fn informer_of<C: Watchable>(&self) -> Option<SharedInformer<C>> {
-        let namespace = namespace_of::<C>(self.namespace());
-        self.factory().existing(&C::url_path(&(), namespace))
+        self.factory().watched_existing::<C>(self.scope())
     }
 }
 

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::cache::ObjectKey;
 use crate::controller::Cluster;
-use crate::informer::{self, SharedInformer, Watchable, handler_fns, namespace_of};
+use crate::informer::{self, SharedInformer, Watchable, handler_fns};
 use crate::metrics::SharderMetrics;
 use crate::queue::WorkQueue;
 
@@ -206,9 +206,11 @@ fn bind<K: Watchable>(
     metrics: SharderMetrics,
     key_of: fn(&ObjectMeta) -> Option<String>,
 ) -> Box<dyn SharderRun> {
-    let url = K::url_path(&(), namespace_of::<K>(cluster.namespace.as_deref()));
+    let sources = cluster.scope.sources::<K>();
     Box::new(KindRun {
-        informer: cluster.factory.informer_at::<PartialObjectMeta<K>>(url),
+        informer: cluster
+            .factory
+            .informer_over::<PartialObjectMeta<K>>(sources, &cluster.scope),
         assigner: Arc::new(Assigner {
             shard_label: shard_label(ring),
             drain_label: drain_label(ring),

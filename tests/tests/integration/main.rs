@@ -16,6 +16,7 @@ mod metrics;
 mod rbac;
 mod reconcile_kit;
 mod reliability;
+mod scope;
 mod sharding;
 mod triggers;
 mod webhook;

@@ -175,3 +175,34 @@ fn an_initial_list_adds_everything_deletes_nothing_and_the_next_relist_deletes_a
     ));
     assert_eq!(sorted_names(&store.list()), ["a"]);
 }
+
+#[test]
+fn a_relist_of_one_namespace_deletes_only_that_namespaces_missing_objects() {
+    let (store, writer) = store::<Pod>();
+    for (ns, name) in [("a", "kept"), ("a", "gone"), ("b", "other")] {
+        writer.apply(pod(ns, name, "n1", "1"));
+    }
+    let mut relist = writer.relist_in("a");
+    assert!(relist.apply(pod("a", "kept", "n1", "1")).is_none());
+    let deleted = relist.finish();
+    assert_eq!(deleted.len(), 1, "only a/gone: {deleted:?}");
+    assert!(
+        matches!(&deleted[0], Change::Deleted(Deleted::FinalStateUnknown(p))
+        if p.metadata.name.as_deref() == Some("gone"))
+    );
+    assert!(store.get(&ObjectKey::new(Some("b"), "other")).is_some());
+    assert_eq!(store.len(), 2);
+}
+
+#[test]
+fn the_first_list_of_a_namespace_deletes_nothing_even_when_other_namespaces_are_cached() {
+    let (store, writer) = store::<Pod>();
+    writer.apply(pod("b", "other", "n1", "1"));
+    let mut initial = writer.relist_in("a");
+    assert!(matches!(
+        initial.apply(pod("a", "new", "n1", "1")),
+        Some(Change::Added(_))
+    ));
+    assert!(initial.finish().is_empty());
+    assert_eq!(store.len(), 2);
+}

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::cache_scope::Source;
 use super::fan_out::FanOut;
 use super::listener::Listener;
 use super::progress::Progress;
@@ -38,8 +39,9 @@ pub struct SharedInformer<K> {
 /// The pieces, wired one way: the reflector feeds the fan-out (store, then handlers) and
 /// records its progress; this type starts and stops them and answers for them.
 struct Inner<K> {
-    /// The resource's URL path; `None` without a reflector (tests of the fan-out).
-    url: Option<String>,
+    /// The URL path of each reflector (one per namespace of a namespace set); none without a
+    /// reflector (tests of the fan-out).
+    urls: Vec<String>,
     /// The handlers' default resync period.
     resync: Option<Duration>,
     fan_out: Arc<FanOut<K>>,
@@ -52,7 +54,7 @@ struct Inner<K> {
 struct Tasks<K> {
     started: bool,
     /// Taken when the informer starts.
-    reflector: Option<Reflector<K>>,
+    reflectors: Vec<Reflector<K>>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -67,7 +69,7 @@ impl<K> Clone for SharedInformer<K> {
 impl<K: Resource + Send + Sync + 'static> fmt::Debug for SharedInformer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedInformer")
-            .field("url", &self.inner.url)
+            .field("urls", &self.inner.urls)
             .field("synced", &self.inner.progress.has_synced())
             .field("handlers", &self.inner.fan_out.handlers())
             .finish_non_exhaustive()
@@ -85,56 +87,67 @@ where
     ///
     /// An `Api<PartialObjectMeta<K>>` lists and watches metadata only.
     #[must_use]
+    #[allow(
+        clippy::needless_pass_by_value,
+        reason = "a config is handed over when built, as `Factory::informer_with` takes it"
+    )]
     pub fn new(api: Api<K>, config: Config) -> Self {
         let url = api.resource_url().to_owned();
-        Self::at(api.into_client(), url, config)
+        Self::at(api.into_client(), vec![(url, None)], &config)
     }
 
-    /// An informer of the resource at the URL path `url`.
-    pub(crate) fn at(client: Client, url: String, config: Config) -> Self {
-        Self::build(config, Some((client, url)))
+    /// An informer filled from each of `sources`: a URL path, and the namespace it lists when
+    /// it is one of several (see [`CacheScope`](super::CacheScope)).
+    pub(crate) fn at(client: Client, sources: Vec<Source>, config: &Config) -> Self {
+        Self::build(config, Some(client), sources)
     }
 
     /// An informer without a reflector: changes come only from its fan-out (tests of the
     /// fan-out).
     #[cfg(test)]
-    pub(crate) fn without_reflector(config: Config) -> Self {
-        Self::build(config, None)
+    pub(crate) fn without_reflector(config: &Config) -> Self {
+        Self::build(config, None, Vec::new())
     }
 
-    fn build(config: Config, source: Option<(Client, String)>) -> Self {
+    fn build(config: &Config, client: Option<Client>, sources: Vec<Source>) -> Self {
         let transforms = Arc::new(Transforms::new(config.strip_managed_fields));
         let store = match config.compact_hot {
             Some(hot) => cache::compact_store_with(hot, decoder(Arc::clone(&transforms))),
             None => cache::store(),
         };
         let fan_out = Arc::new(FanOut::new(store));
-        let progress = Arc::<Progress>::default();
+        let progress = Arc::new(Progress::new(sources.len().max(1)));
         let resync = config.resync;
-        let (url, reflector) = match source {
-            Some((client, url)) => {
-                let reflector = Reflector::new(
-                    client,
-                    &url,
-                    config,
-                    Arc::clone(&transforms),
-                    Arc::clone(&fan_out),
-                    Arc::clone(&progress),
-                );
-                (Some(url), Some(reflector))
-            }
-            None => (None, None),
-        };
+        // One reflector alone fills (and relists) the whole store.
+        let alone = sources.len() == 1;
+        let urls = sources.iter().map(|(url, _)| url.clone()).collect();
+        let reflectors = client
+            .map(|client| {
+                sources
+                    .into_iter()
+                    .map(|(url, namespace)| {
+                        Reflector::new(
+                            client.clone(),
+                            (&url, namespace.filter(|_| !alone)),
+                            config.clone(),
+                            Arc::clone(&transforms),
+                            Arc::clone(&fan_out),
+                            Arc::clone(&progress),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Self {
             inner: Arc::new(Inner {
-                url,
+                urls,
                 resync,
                 fan_out,
                 transforms,
                 progress,
                 tasks: Mutex::new(Tasks {
                     started: false,
-                    reflector,
+                    reflectors,
                     handles: Vec::new(),
                 }),
                 shutdown: CancellationToken::new(),
@@ -240,7 +253,7 @@ where
             let spawned = self.spawn_listener(&listener);
             tasks.handles.extend(spawned);
         }
-        if let Some(reflector) = tasks.reflector.take() {
+        for reflector in std::mem::take(&mut tasks.reflectors) {
             let shutdown = self.inner.shutdown.clone();
             tasks.handles.push(tokio::spawn(async move {
                 shutdown.run_until_cancelled(reflector.run()).await;
@@ -270,7 +283,8 @@ where
         Synced::new(self.inner.progress.subscribe(), self.inner.shutdown.clone())
     }
 
-    /// The resourceVersion of the latest list, event or bookmark the informer has seen.
+    /// The resourceVersion of the latest list, event or bookmark the informer has seen (over a
+    /// namespace set, the latest any namespace's reflector has seen).
     #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
     pub fn last_sync_resource_version(&self) -> Option<String> {

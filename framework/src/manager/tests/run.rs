@@ -292,3 +292,29 @@ async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn an_invalid_cache_selector_stops_run_before_anything_starts_naming_the_selector_and_why() {
+    use std::error::Error as _;
+
+    use k8s_openapi::api::core::v1::Secret;
+
+    use crate::informer::CacheScope;
+
+    let scope = CacheScope::default()
+        .namespaces(["shop"])
+        .labels::<Secret>("app in (web");
+    let refused = Manager::new(offline_client(), Config::default().cache(scope))
+        .run()
+        .await;
+    let Err(error @ Error::Cache(_)) = &refused else {
+        panic!("not refused for its cache scope: {refused:?}");
+    };
+    let cause = error.source().expect("the invalid selector");
+    assert_eq!(
+        cause.to_string(),
+        "invalid label selector \"app in (web\" for Secret"
+    );
+    let parse = cause.source().expect("the parse error");
+    assert_eq!(parse.to_string(), "a '(' without its ')'");
+}

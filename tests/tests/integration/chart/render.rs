@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use serde_norway::Value;
+
 use super::{
     CRD_NAME, SERVICE_MONITOR, all_on_values, chart_dir, helm, kinds, manager, path_str, strings,
     template, the,
@@ -167,29 +169,82 @@ async fn the_rendered_deployment_runs_a_restricted_non_root_pod_with_args_from_v
         assert!(args.contains(&expected), "{expected} missing from {args:?}");
     }
     assert!(
-        !args.iter().any(|a| a.starts_with("--namespace")),
+        !args.iter().any(|a| a.starts_with("--watch-namespaces")),
         "all namespaces are watched by default: {args:?}"
     );
 
-    // Values change the arguments, and one watched namespace narrows the binding to it.
+    // Values change the arguments.
     let docs = template(&[
         "--set",
-        "watchNamespace=team-a,leaderElection.enabled=false,metrics.enabled=false",
+        "leaderElection.enabled=false,metrics.enabled=false",
         "--set",
         "logging.format=text,extraArgs[0]=--extra",
     ])
     .await?;
     let args = strings(&manager(the(&docs, "Deployment")?)?["args"]).join(" ");
-    assert!(args.contains("--namespace=team-a"), "{args}");
     assert!(args.contains("--metrics-bind-address=0"), "{args}");
     assert!(args.contains("--log-format=text"), "{args}");
     assert!(args.ends_with("--extra"), "{args}");
     assert!(!args.contains("--leader-elect"), "{args}");
+    assert!(!kinds(&docs).contains("Service"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_namespace_set_renders_a_role_in_each_namespace_and_no_cluster_role() -> anyhow::Result<()>
+{
+    // Secure metrics (on by default) keep their ClusterRoles: TokenReviews and
+    // SubjectAccessReviews are cluster-scoped. Nothing else is granted cluster-wide.
+    let with_metrics = template(&["--set", "watchNamespaces={team-a,team-b}"]).await?;
+    let cluster_roles: Vec<&str> = with_metrics
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("ClusterRole"))
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        cluster_roles
+            .iter()
+            .all(|name| name.ends_with("-metrics-auth") || name.ends_with("-metrics-reader")),
+        "only the secure-metrics ClusterRoles: {cluster_roles:?}"
+    );
+    let docs = template(&[
+        "--set",
+        "watchNamespaces={team-a,team-b},leaderElection.enabled=false,metrics.enabled=false",
+    ])
+    .await?;
+    let args = strings(&manager(the(&docs, "Deployment")?)?["args"]).join(" ");
+    assert!(args.contains("--watch-namespaces=team-a,team-b"), "{args}");
     let kinds = kinds(&docs);
-    assert!(!kinds.contains("ClusterRoleBinding") && !kinds.contains("Service"));
-    let binding = the(&docs, "RoleBinding")?;
-    assert_eq!(binding["metadata"]["namespace"].as_str(), Some("team-a"));
-    assert_eq!(binding["roleRef"]["kind"].as_str(), Some("ClusterRole"));
+    assert!(
+        !kinds.contains("ClusterRole") && !kinds.contains("ClusterRoleBinding"),
+        "a namespace set needs no cluster-wide grant: {kinds:?}"
+    );
+    let generated: Value = serde_norway::from_str(&std::fs::read_to_string(
+        chart_dir().join("files/rbac-rules.yaml"),
+    )?)?;
+    let in_namespaces = |kind: &str| -> Vec<&Value> {
+        docs.iter()
+            .filter(|d| d["kind"].as_str() == Some(kind))
+            .collect()
+    };
+    let namespace = |d: &Value| d["metadata"]["namespace"].as_str().map(str::to_owned);
+    let roles = in_namespaces("Role");
+    assert_eq!(
+        roles.iter().map(|r| namespace(r)).collect::<Vec<_>>(),
+        [Some("team-a".to_owned()), Some("team-b".to_owned())]
+    );
+    for role in &roles {
+        assert_eq!(
+            role["rules"], generated["rules"],
+            "the generated rules in {role:?}"
+        );
+    }
+    let bindings = in_namespaces("RoleBinding");
+    assert_eq!(bindings.len(), 2, "{bindings:?}");
+    for binding in bindings {
+        assert_eq!(binding["roleRef"]["kind"].as_str(), Some("Role"));
+        assert_eq!(binding["roleRef"]["name"], roles[0]["metadata"]["name"]);
+    }
     Ok(())
 }
 

@@ -59,7 +59,7 @@ fn recording_handler(seen: &Arc<Mutex<HashMap<String, u64>>>) -> impl EventHandl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
-    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default());
     let (kept_seen, removed_seen) = (Arc::default(), Arc::default());
     let _kept = informer.add_handler(recording_handler(&kept_seen));
     let removed = informer.add_handler(recording_handler(&removed_seen));
@@ -88,7 +88,7 @@ async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_object() {
-    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default());
     let (gate_tx, gate_rx) = mpsc::channel::<()>();
     let gate_rx = Mutex::new(gate_rx);
     let slow_seen = Arc::new(Mutex::new(HashMap::new()));
@@ -165,7 +165,7 @@ async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_ob
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() {
-    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default());
     informer.start().expect("inside a runtime");
     informer.inner.fan_out.apply(cm("a", 1), None);
     informer.inner.fan_out.apply(cm("b", 2), None);
@@ -213,7 +213,7 @@ async fn a_handler_added_after_start_first_gets_an_add_for_each_cached_object() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_redelivers_every_cached_object_as_an_update_of_itself() {
-    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default());
+    let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default());
     informer.inner.fan_out.apply(cm("a", 1), None);
     informer.inner.fan_out.apply(cm("b", 1), None);
     let resyncs = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
@@ -259,7 +259,7 @@ async fn resync_redelivers_every_cached_object_as_an_update_of_itself() {
 #[tokio::test]
 async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applied()
 -> anyhow::Result<()> {
-    let informer = SharedInformer::<ConfigMap>::without_reflector(Config::default().compact(4));
+    let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default().compact(4));
     informer.add_transform(|obj: &mut ConfigMap| {
         obj.metadata
             .labels
@@ -304,7 +304,7 @@ async fn a_compact_informer_reads_back_what_it_cached_with_the_transforms_applie
 #[tokio::test]
 async fn shutdown_ends_every_task_and_wait_for_sync_reports_it() {
     let informer = SharedInformer::<ConfigMap>::without_reflector(
-        Config::default().resync(Duration::from_secs(1)),
+        &Config::default().resync(Duration::from_secs(1)),
     );
     let _registration = informer.add_handler(handler_fns());
     informer.start().expect("inside a runtime");

@@ -1,0 +1,276 @@
+//! Checks label and field selectors against the API server's syntax before any request is sent.
+//!
+//! A bad selector would otherwise surface only as a 400 on every list, retried forever; checking
+//! at start turns it into one clear error naming the selector.
+
+/// Why a selector does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(String);
+
+/// Checks a label selector: comma-separated requirements `key`, `!key`, `key=value`,
+/// `key==value`, `key!=value`, `key in (v1,v2)`, `key notin (v1,v2)`, `key>n`, `key<n`, with
+/// keys `[prefix/]name` and values as Kubernetes labels allow them.
+pub(crate) fn check_labels(selector: &str) -> Result<(), SelectorError> {
+    if selector.trim().is_empty() {
+        return Ok(());
+    }
+    for requirement in split_outside_parentheses(selector)? {
+        check_requirement(requirement.trim())?;
+    }
+    Ok(())
+}
+
+/// Checks a field selector: comma-separated `field=value`, `field==value` or `field!=value`
+/// (a `\` escapes `,`, `=` and `!` in values).
+pub(crate) fn check_fields(selector: &str) -> Result<(), SelectorError> {
+    if selector.trim().is_empty() {
+        return Ok(());
+    }
+    for term in split_unescaped(selector) {
+        let term = term.trim();
+        if term.is_empty() {
+            return Err(fail("an empty requirement (a stray comma?)"));
+        }
+        let (field, value) = ["!=", "==", "="]
+            .iter()
+            .find_map(|op| split_unescaped_at(term, op))
+            .ok_or_else(|| fail(format!("{term:?} has no operator (=, == or !=)")))?;
+        if field.trim().is_empty() {
+            return Err(fail(format!("{term:?} names no field")));
+        }
+        if ["=", "!"]
+            .iter()
+            .any(|op| split_unescaped_at(value, op).is_some())
+        {
+            return Err(fail(format!("{term:?} has more than one operator")));
+        }
+    }
+    Ok(())
+}
+
+fn fail(reason: impl Into<String>) -> SelectorError {
+    SelectorError(reason.into())
+}
+
+/// One label requirement, e.g. `tier in (web,api)`.
+fn check_requirement(requirement: &str) -> Result<(), SelectorError> {
+    if requirement.is_empty() {
+        return Err(fail("an empty requirement (a stray comma?)"));
+    }
+    if let Some(key) = requirement.strip_prefix('!') {
+        return check_key(key.trim());
+    }
+    for op in ["!=", "==", "=", ">", "<"] {
+        if let Some((key, value)) = requirement.split_once(op) {
+            check_key(key.trim())?;
+            let value = value.trim();
+            if op == ">" || op == "<" {
+                return value.parse::<i64>().map(drop).map_err(|_| {
+                    fail(format!(
+                        "{requirement:?}: {op} needs an integer, not {value:?}"
+                    ))
+                });
+            }
+            return check_value(value);
+        }
+    }
+    let mut words = requirement.splitn(2, char::is_whitespace);
+    let key = words.next().unwrap_or_default();
+    let rest = words.next().unwrap_or_default().trim_start();
+    if rest.is_empty() {
+        return check_key(key);
+    }
+    check_key(key)?;
+    let set = ["notin", "in"]
+        .iter()
+        .find_map(|op| rest.strip_prefix(op))
+        .ok_or_else(|| {
+            fail(format!(
+                "{requirement:?}: expected =, ==, !=, in, notin, > or < after {key:?}"
+            ))
+        })?;
+    let values = set
+        .trim()
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| {
+            fail(format!(
+                "{requirement:?}: the values must be in parentheses"
+            ))
+        })?;
+    if values.trim().is_empty() {
+        return Err(fail(format!("{requirement:?}: the set of values is empty")));
+    }
+    values.split(',').try_for_each(|v| check_value(v.trim()))
+}
+
+/// A label key: an optional DNS-subdomain prefix and `/`, then a name.
+fn check_key(key: &str) -> Result<(), SelectorError> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        let valid_prefix = !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            });
+        if !valid_prefix {
+            return Err(fail(format!("{key:?}: the prefix is not a DNS subdomain")));
+        }
+    }
+    if name.is_empty() {
+        return Err(fail(format!("{key:?}: a key needs a name")));
+    }
+    check_name(name).map_err(|why| fail(format!("{key:?}: {why}")))
+}
+
+/// A label value: empty, or a name.
+fn check_value(value: &str) -> Result<(), SelectorError> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    check_name(value).map_err(|why| fail(format!("value {value:?}: {why}")))
+}
+
+/// At most 63 characters of `[A-Za-z0-9._-]`, starting and ending alphanumeric.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.len() > 63 {
+        return Err("longer than 63 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err("only letters, digits, '-', '_' and '.' are allowed");
+    }
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !alphanumeric(name.chars().next()) || !alphanumeric(name.chars().last()) {
+        return Err("must start and end with a letter or digit");
+    }
+    Ok(())
+}
+
+/// Splits at commas outside parentheses; unbalanced parentheses are an error.
+fn split_outside_parentheses(selector: &str) -> Result<Vec<&str>, SelectorError> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0_u32, 0);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '(' if depth == 0 => depth = 1,
+            '(' => return Err(fail("nested parentheses")),
+            ')' if depth == 1 => depth = 0,
+            ')' => return Err(fail("a ')' without its '('")),
+            ',' if depth == 0 => {
+                parts.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        return Err(fail("a '(' without its ')'"));
+    }
+    parts.push(&selector[start..]);
+    Ok(parts)
+}
+
+/// Splits at commas not preceded by `\`.
+fn split_unescaped(selector: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut escaped, mut start) = (false, 0);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            ',' if !escaped => {
+                parts.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => escaped = false,
+        }
+    }
+    parts.push(&selector[start..]);
+    parts
+}
+
+/// Splits `term` at the first `op` not preceded by `\`.
+fn split_unescaped_at<'a>(term: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
+    let mut escaped = false;
+    for (i, c) in term.char_indices() {
+        if !escaped && term[i..].starts_with(op) {
+            return Some((&term[..i], &term[i + op.len()..]));
+        }
+        escaped = c == '\\' && !escaped;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_selectors_of_every_form_parse() {
+        for selector in [
+            "",
+            "app",
+            "!app",
+            "app=web",
+            "app==web",
+            "app!=web",
+            "tier in (web, api),!canary,env notin (dev)",
+            "example.com/team=shop",
+            "app=",
+            "replicas>2,replicas<10",
+            "a=b,c!=d,e in (x,y),!f",
+        ] {
+            assert_eq!(check_labels(selector), Ok(()), "{selector:?}");
+        }
+    }
+
+    #[test]
+    fn bad_label_selectors_say_what_is_wrong() {
+        for (selector, reason) in [
+            ("app=we b", "only letters"),
+            ("tier in (web", "without its ')'"),
+            ("tier in web", "parentheses"),
+            ("tier in ()", "empty"),
+            ("tier within (a)", "expected"),
+            ("-app=web", "start and end"),
+            ("Bad_Prefix/app=web", "DNS subdomain"),
+            ("app=web,", "stray comma"),
+            ("replicas>two", "integer"),
+        ] {
+            let error = check_labels(selector).expect_err(selector).to_string();
+            assert!(error.contains(reason), "{selector:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn field_selectors_take_equality_and_escapes_and_refuse_the_rest() {
+        for selector in [
+            "metadata.name=web",
+            "status.phase!=Running,spec.nodeName==node-1",
+            r"metadata.name=a\,b",
+        ] {
+            assert_eq!(check_fields(selector), Ok(()), "{selector:?}");
+        }
+        for (selector, reason) in [
+            ("metadata.name", "no operator"),
+            ("=web", "names no field"),
+            ("metadata.name=a=b", "more than one operator"),
+            ("metadata.name in (a)", "no operator"),
+            ("a=b,,c=d", "stray comma"),
+        ] {
+            let error = check_fields(selector).expect_err(selector).to_string();
+            assert!(error.contains(reason), "{selector:?}: {error}");
+        }
+    }
+}
