@@ -480,21 +480,20 @@ fn main() {
             Some(w) => (multi_thread(), w.parse().unwrap_or(1)),
             None => (current_thread(), rest.parse().unwrap_or(1)),
         };
-        let mut ns: Vec<f64> = if strings {
+        let runs: Vec<Run> = if strings {
             let bursts = Arc::new(workload(string_key));
-            (0..20)
-                .map(|_| per_add(kubeward(&rt, &bursts, workers)))
-                .collect()
+            (0..20).map(|_| kubeward(&rt, &bursts, workers)).collect()
         } else {
             let bursts = Arc::new(workload(u64_key));
-            (0..20)
-                .map(|_| per_add(kubeward(&rt, &bursts, workers)))
-                .collect()
+            (0..20).map(|_| kubeward(&rt, &bursts, workers)).collect()
         };
+        let mut ns: Vec<f64> = runs.iter().map(|r| per_add(*r)).collect();
         ns.sort_by(f64::total_cmp);
+        let mut processed: Vec<usize> = runs.iter().map(|r| r.processed).collect();
+        processed.sort_unstable();
         println!(
-            "kubeward {spec}: median {:.1} ns/add, min {:.1}, max {:.1}",
-            ns[10], ns[0], ns[19]
+            "kubeward {spec}: median {:.1} ns/add, min {:.1}, max {:.1}; keys processed: median {}",
+            ns[10], ns[0], ns[19], processed[10]
         );
         return;
     }

@@ -410,6 +410,27 @@ impl<T: Hash + Eq + Clone> Locked<T> {
         }
     }
 
+    /// Whether to notify a sleeper about a key that became ready (or an earlier delay), and if
+    /// so counts the wake-up as on its way: only if a worker sleeps and no wake-up is on its way
+    /// already. One at a time is enough: the woken worker passes it on if it leaves keys ready
+    /// (`WorkQueue::get`), and waking one per add would have a burst of adds wake every worker to
+    /// contend for the lock.
+    pub(super) fn wake_one(&mut self) -> bool {
+        let wake = self.woken == 0 && self.sleepers > 0;
+        if wake {
+            self.woken = 1;
+        }
+        wake
+    }
+
+    /// [`Self::pop`] for a worker's `get`; also says whether to pass a wake-up on to the next
+    /// sleeper, because it leaves keys ready that no wake-up is on its way for.
+    pub(super) fn take(&mut self) -> (Pop<T>, bool) {
+        let popped = self.pop(&mut Clock::default());
+        let pass_on = matches!(popped, Pop::Key(_)) && self.ready.len() > 0 && self.wake_one();
+        (popped, pass_on)
+    }
+
     /// Ready keys, after promoting due ones.
     pub(super) fn len(&mut self, clock: &mut Clock) -> usize {
         self.promote_due(clock);

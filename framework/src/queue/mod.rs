@@ -95,9 +95,15 @@
 //! dropped after unlocking, on the thread that lets go of them. Delayed keys move to the ready
 //! FIFOs lazily, when someone next takes the lock to look (`get`, `len`), so there is no timer
 //! task. The clock is only read when needed: for a delay, for aging once two priorities are in
-//! use, and for durations if the hooks want them. A worker that finds nothing ready yields once,
-//! then sleeps on a tokio `Notify` (until the earliest delay, if any); an add signals only when a
-//! worker sleeps and no wake-up is already on its way.
+//! use, and for durations if the hooks want them. A worker that finds nothing ready sleeps on a
+//! tokio `Notify` at once (until the earliest delay, if any). An add signals only when a worker
+//! sleeps and no wake-up is on its way yet, and a woken worker that takes a key passes the
+//! wake-up on while keys are left ready: sleepers wake one at a time, as long as there is work,
+//! instead of a burst of adds waking them all to contend for the lock. Woken from a task on
+//! another runtime thread, a worker waits behind that task (tokio's LIFO slot) and then takes
+//! what was added meanwhile without racing the adder for the lock key by key; that race, not
+//! hashing or cloning, was what made multi-threaded runs slow (an adder and a worker parking on
+//! the mutex in turn).
 //!
 //! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
 //! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler`, with u64
