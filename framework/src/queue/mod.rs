@@ -88,10 +88,12 @@
 //! One [`parking_lot`] mutex guards all state: a hash table from key to its state, one FIFO per
 //! priority, and a binary heap of delayed keys. Each call takes the lock once (`get` once when a
 //! key is ready; `done` once, and it says what became of the key, [`Done`]). Keys are hashed
-//! before the lock is taken, with foldhash; a [`cache::ObjectKey`](crate::cache::ObjectKey)
-//! carries its hash, so hashing one writes a single `u64`. An add of a key that is already
-//! waiting allocates nothing and hands its key back to be dropped after unlocking; a new key
-//! costs one clone (an atomic increment for an `ObjectKey`). Keys the queue lets go of are
+//! before the lock is taken, with foldhash, and never under it: the table, the FIFOs and the heap
+//! keep each key's hash (so a `String` key is hashed once per call, and the table grows without
+//! rehashing); a [`cache::ObjectKey`](crate::cache::ObjectKey) carries its hash, so hashing one
+//! writes a single `u64`. An add of a key that is already waiting allocates nothing and hands its
+//! key back to be dropped after unlocking; a new key costs one clone, made under the lock (an
+//! atomic increment for an `ObjectKey`, an allocation for a `String`). Keys the queue lets go of are
 //! dropped after unlocking, on the thread that lets go of them. Delayed keys move to the ready
 //! FIFOs lazily, when someone next takes the lock to look (`get`, `len`), so there is no timer
 //! task. The clock is only read when needed: for a delay, for aging once two priorities are in
