@@ -110,7 +110,7 @@
 //! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
 //! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler`, with u64
 //! keys and with `namespace/name` String keys, and prints ns per add and ns per key processed
-//! for both (kube-runtime's scheduler merges adds on its 1 ms tick, so it processes fewer keys);
+//! for both, with the keys each processed (each merges the adds made before it hands a key out);
 //! `scripts/bench queue` prints its tables, and the book's performance chapter shows one run.
 
 mod delay;
