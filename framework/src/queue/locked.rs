@@ -10,7 +10,7 @@
 //! | `Delayed { at }` | maybe stale slots | an entry at `at` | once `at` has passed |
 //! | `Processing { requeue }` | maybe stale slots | maybe stale entries | no; `done` requeues it if it was added meanwhile |
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,10 +65,20 @@ const NOT_TIMED: u32 = u32::MAX;
 
 #[derive(Debug)]
 struct Entry {
+    /// The key's hash, so that the table grows and shrinks without hashing keys again.
+    hash: u64,
     state: State,
     /// The priority it waits at (the highest it was added with since it last started
     /// processing).
     priority: Priority,
+}
+
+/// A key with its hash from the queue's hasher, as the ready queue and the delay heap hold it:
+/// a key is hashed once, before the lock is taken, and never again while it is queued.
+#[derive(Debug)]
+struct Hashed<T> {
+    key: T,
+    hash: u64,
 }
 
 /// Merges an add (ready at `at`, `None` for now) into the requeue of a key being processed;
@@ -158,8 +168,8 @@ pub(super) struct Locked<T> {
     hasher: DefaultHashBuilder,
     /// Whether the hooks want durations (so the clock is read on `get` and `done`).
     timed: bool,
-    ready: ReadyQueue<T>,
-    delayed: DelayHeap<T>,
+    ready: ReadyQueue<Hashed<T>>,
+    delayed: DelayHeap<Hashed<T>>,
     limiter: Box<dyn RateLimiter<T>>,
     hooks: Arc<dyn QueueHooks>,
     /// Sequence numbers tell a key's current ready slot from stale ones.
@@ -217,10 +227,6 @@ impl<T: Hash + Eq + Clone> Locked<T> {
         self.seq
     }
 
-    fn hash(&self, key: &T) -> u64 {
-        self.hasher.hash_one(key)
-    }
-
     /// The hasher, so that callers can hash keys before taking the lock.
     pub(super) fn hasher(&self) -> DefaultHashBuilder {
         self.hasher.clone()
@@ -230,7 +236,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
     /// when it became ready, if not now.
     fn push_ready(
         &mut self,
-        key: T,
+        key: Hashed<T>,
         priority: Priority,
         seq: u64,
         ready_at: Option<Instant>,
@@ -260,18 +266,23 @@ impl<T: Hash + Eq + Clone> Locked<T> {
         let at = (!delay.is_zero()).then(|| clock.now() + delay.min(MAX_DELAY));
         let Some((_, entry)) = self.entries.find_mut(hash, |(k, _)| *k == key) else {
             // A new key: one clone, for the ready slot or the heap entry.
-            let queued = key.clone();
+            let queued = Hashed {
+                key: key.clone(),
+                hash,
+            };
             let state = match at {
                 None => State::Ready {
                     seq: self.next_seq(),
                 },
                 Some(at) => State::Delayed { at },
             };
-            let hasher = &self.hasher;
+            let entry = Entry {
+                hash,
+                state,
+                priority,
+            };
             self.entries
-                .insert_unique(hash, (key, Entry { state, priority }), |(k, _)| {
-                    hasher.hash_one(k)
-                });
+                .insert_unique(hash, (key, entry), |(_, entry)| entry.hash);
             let wake = match at {
                 None => {
                     let seq = self.seq;
@@ -305,7 +316,9 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                 self.hooks.depth(old, depth);
                 let depth = self
                     .ready
-                    .push(priority, key, seq, None, &mut || clock.now());
+                    .push(priority, Hashed { key, hash }, seq, None, &mut || {
+                        clock.now()
+                    });
                 self.hooks.depth(priority, depth);
                 (Wake::None, None)
             }
@@ -318,13 +331,13 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                         entry.state = State::Ready { seq };
                         let priority = entry.priority;
                         self.note_stale_delay();
-                        self.push_ready(key, priority, seq, None, clock);
+                        self.push_ready(Hashed { key, hash }, priority, seq, None, clock);
                         (Wake::One, None)
                     }
                     Some(at) if at < *old_at => {
                         *old_at = at;
                         self.note_stale_delay();
-                        let wake = if self.delayed.push(at, key) {
+                        let wake = if self.delayed.push(at, Hashed { key, hash }) {
                             Wake::One
                         } else {
                             Wake::None
@@ -381,9 +394,9 @@ impl<T: Hash + Eq + Clone> Locked<T> {
 
     fn note_stale_delay(&mut self) {
         if self.delayed.mark_stale() {
-            let (entries, hasher) = (&self.entries, &self.hasher);
-            self.delayed.compact(|at, key| {
-                let found = entries.find(hasher.hash_one(key), |(k, _)| k == key);
+            let entries = &self.entries;
+            self.delayed.compact(|at, queued| {
+                let found = entries.find(queued.hash, |(k, _)| *k == queued.key);
                 matches!(found, Some((_, Entry { state: State::Delayed { at: a }, .. })) if *a == at)
             });
         }
@@ -395,19 +408,42 @@ impl<T: Hash + Eq + Clone> Locked<T> {
             return;
         }
         let now = clock.now();
-        while let Some((at, key)) = self.delayed.pop_due(now) {
-            let hash = self.hash(&key);
-            match self.entries.find_mut(hash, |(k, _)| *k == key) {
+        while let Some((at, queued)) = self.delayed.pop_due(now) {
+            match self
+                .entries
+                .find_mut(queued.hash, |(k, _)| *k == queued.key)
+            {
                 Some((_, entry)) if matches!(entry.state, State::Delayed { at: a } if a == at) => {
                     self.seq += 1;
                     let seq = self.seq;
                     entry.state = State::Ready { seq };
                     let priority = entry.priority;
-                    self.push_ready(key, priority, seq, Some(at), clock);
+                    self.push_ready(queued, priority, seq, Some(at), clock);
                 }
                 _ => self.delayed.stale_popped(),
             }
         }
+    }
+
+    /// Whether to notify a sleeper about a key that became ready (or an earlier delay), and if
+    /// so counts the wake-up as on its way: only if a worker sleeps and no wake-up is on its way
+    /// already. One at a time is enough: the woken worker passes it on if it leaves keys ready
+    /// (`WorkQueue::get`), and waking one per add would have a burst of adds wake every worker to
+    /// contend for the lock.
+    pub(super) fn wake_one(&mut self) -> bool {
+        let wake = self.woken == 0 && self.sleepers > 0;
+        if wake {
+            self.woken = 1;
+        }
+        wake
+    }
+
+    /// [`Self::pop`] for a worker's `get`; also says whether to pass a wake-up on to the next
+    /// sleeper, because it leaves keys ready that no wake-up is on its way for.
+    pub(super) fn take(&mut self) -> (Pop<T>, bool) {
+        let popped = self.pop(&mut Clock::default());
+        let pass_on = matches!(popped, Pop::Key(_)) && self.ready.len() > 0 && self.wake_one();
+        (popped, pass_on)
     }
 
     /// Ready keys, after promoting due ones.
@@ -420,8 +456,10 @@ impl<T: Hash + Eq + Clone> Locked<T> {
     pub(super) fn pop(&mut self, clock: &mut Clock) -> Pop<T> {
         self.promote_due(clock);
         while let Some(popped) = self.ready.pop(|| clock.now()) {
-            let hash = self.hash(&popped.slot.key);
-            let Some((_, entry)) = self.entries.find_mut(hash, |(k, _)| *k == popped.slot.key)
+            let queued = &popped.slot.key;
+            let Some((_, entry)) = self
+                .entries
+                .find_mut(queued.hash, |(k, _)| *k == queued.key)
             else {
                 continue;
             };
@@ -445,7 +483,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
             };
             self.processing += 1;
             self.hooks.depth(priority, depth);
-            return Pop::Key(popped.slot.key);
+            return Pop::Key(popped.slot.key.key);
         }
         if self.shutting_down && self.requeue_now == 0 {
             Pop::Closed
@@ -464,9 +502,8 @@ impl<T: Hash + Eq + Clone> Locked<T> {
     /// would otherwise keep room for them.
     fn release_spare(&mut self) {
         if spare_capacity::oversized(self.entries.capacity()) {
-            let hasher = self.hasher.clone();
             self.entries
-                .shrink_to(spare_capacity::KEPT, |(k, _)| hasher.hash_one(k));
+                .shrink_to(spare_capacity::KEPT, |(_, entry)| entry.hash);
         }
         self.ready.release_spare();
     }
@@ -511,7 +548,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                 entry.state = State::Ready { seq };
                 let priority = entry.priority;
                 let key = found.get().0.clone();
-                self.push_ready(key, priority, seq, None, clock);
+                self.push_ready(Hashed { key, hash }, priority, seq, None, clock);
                 (Wake::One, Done::Ready)
             }
             Requeue::At(at) => {
@@ -519,7 +556,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                 debug_assert!(!self.shutting_down);
                 entry.state = State::Delayed { at };
                 let key = found.get().0.clone();
-                let wake = if self.delayed.push(at, key) {
+                let wake = if self.delayed.push(at, Hashed { key, hash }) {
                     Wake::One
                 } else {
                     Wake::None

@@ -88,21 +88,29 @@
 //! One [`parking_lot`] mutex guards all state: a hash table from key to its state, one FIFO per
 //! priority, and a binary heap of delayed keys. Each call takes the lock once (`get` once when a
 //! key is ready; `done` once, and it says what became of the key, [`Done`]). Keys are hashed
-//! before the lock is taken, with foldhash; a [`cache::ObjectKey`](crate::cache::ObjectKey)
-//! carries its hash, so hashing one writes a single `u64`. An add of a key that is already
-//! waiting allocates nothing and hands its key back to be dropped after unlocking; a new key
-//! costs one clone (an atomic increment for an `ObjectKey`). Keys the queue lets go of are
+//! before the lock is taken, with foldhash, and never under it: the table, the FIFOs and the heap
+//! keep each key's hash (so a `String` key is hashed once per call, and the table grows without
+//! rehashing); a [`cache::ObjectKey`](crate::cache::ObjectKey) carries its hash, so hashing one
+//! writes a single `u64`. An add of a key that is already waiting allocates nothing and hands its
+//! key back to be dropped after unlocking; a new key costs one clone, made under the lock (an
+//! atomic increment for an `ObjectKey`, an allocation for a `String`). Keys the queue lets go of are
 //! dropped after unlocking, on the thread that lets go of them. Delayed keys move to the ready
 //! FIFOs lazily, when someone next takes the lock to look (`get`, `len`), so there is no timer
 //! task. The clock is only read when needed: for a delay, for aging once two priorities are in
-//! use, and for durations if the hooks want them. A worker that finds nothing ready yields once,
-//! then sleeps on a tokio `Notify` (until the earliest delay, if any); an add signals only when a
-//! worker sleeps and no wake-up is already on its way.
+//! use, and for durations if the hooks want them. A worker that finds nothing ready sleeps on a
+//! tokio `Notify` at once (until the earliest delay, if any). An add signals only when a worker
+//! sleeps and no wake-up is on its way yet, and a woken worker that takes a key passes the
+//! wake-up on while keys are left ready: sleepers wake one at a time, as long as there is work,
+//! instead of a burst of adds waking them all to contend for the lock. Woken from a task on
+//! another runtime thread, a worker waits behind that task (tokio's LIFO slot) and then takes
+//! what was added meanwhile without racing the adder for the lock key by key; that race, not
+//! hashing or cloning, was what made multi-threaded runs slow (an adder and a worker parking on
+//! the mutex in turn).
 //!
 //! `benches/queue.rs` runs add + get + done with heavy duplication (1,000,000 adds over 100,000
 //! keys, in bursts of 10,000 adds of 1,000 keys) against kube-runtime's `scheduler`, with u64
 //! keys and with `namespace/name` String keys, and prints ns per add and ns per key processed
-//! for both (kube-runtime's scheduler merges adds on its 1 ms tick, so it processes fewer keys);
+//! for both, with the keys each processed (each merges the adds made before it hands a key out);
 //! `scripts/bench queue` prints its tables, and the book's performance chapter shows one run.
 
 mod delay;

@@ -167,6 +167,16 @@ struct Shared<T> {
     draining: AtomicBool,
 }
 
+impl<T> Shared<T> {
+    /// After unlocking: passes the wake-up on if [`Locked::take`] said so.
+    fn handed_out(&self, popped: Pop<T>, pass_on: bool) -> Pop<T> {
+        if pass_on {
+            self.wake.notify_one();
+        }
+        popped
+    }
+}
+
 /// A work queue of keys: deduplicating, delaying, rate limiting and prioritising, for any number
 /// of workers. See [the module docs](crate::queue) for the semantics.
 ///
@@ -249,10 +259,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
             let mut core = self.shared.core.lock();
             let (out, wake) = change(&mut core, &mut clock);
             let wake = match wake {
-                Wake::One if core.sleepers > core.woken => {
-                    core.woken += 1;
-                    Wake::One
-                }
+                Wake::One if core.wake_one() => Wake::One,
                 Wake::One | Wake::None => Wake::None,
                 Wake::All => Wake::All,
             };
@@ -313,27 +320,33 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     /// Cancel safe: dropping the future before it completes loses no key.
     pub async fn get(&self) -> Option<T> {
         let shared = &*self.shared;
-        match shared.core.lock().pop(&mut Clock::default()) {
+        let (popped, pass_on) = shared.core.lock().take();
+        match shared.handed_out(popped, pass_on) {
             Pop::Key(key) => return Some(key),
             Pop::Closed => return None,
             Pop::Empty(_) => {}
         }
-        // Nothing ready: let the other tasks on this thread run once (often the producer) before
-        // going to sleep, which costs a wake-up later. Spin, then park.
-        tokio::task::yield_now().await;
-        // Slow path. Register for a wake-up *before* looking again, so that an add between the
-        // look and the wait cannot be missed (tokio's `Notified::enable`); the look and the
-        // registration share one lock.
+        // Nothing ready: sleep at once. Yielding to look once more first (which can save a
+        // wake-up) makes a worker on one thread race an adder on another for the lock key by
+        // key; woken instead by an adder's notification, it waits behind the adder's task (in
+        // tokio's LIFO slot) and then takes the keys added meanwhile without contention.
+        //
+        // Register for a wake-up *before* looking again, so that an add between the look and the
+        // wait cannot be missed (tokio's `Notified::enable`); the look and the registration
+        // share one lock.
         //
         // `sleepers` counts the gets registered to be woken, `woken` the wake-ups sent to them
-        // and not yet received; adders only notify while `sleepers > woken`. Every notification
-        // received (by waiting, or already stored when registering) decrements `woken`, so it
-        // never overstates what is on its way; it may understate, which costs a spare wake-up.
+        // and not yet received. At most one wake-up is on its way at a time (see
+        // `Locked::wake_one`): a woken worker that takes a key passes the wake-up on to the next
+        // sleeper if more keys are ready, so sleepers are woken one by one as long as there is
+        // work, not all at once by a burst of adds. Every notification received (by waiting, or
+        // already stored when registering) decrements `woken`, so it never overstates what is on
+        // its way; it may understate, which costs a spare wake-up.
         let mut woke: Option<bool> = None;
         loop {
             let mut notified = pin!(shared.wake.notified());
             let absorbed = notified.as_mut().enable();
-            let deadline = {
+            let (popped, pass_on) = {
                 let mut core = shared.core.lock();
                 if let Some(by_notify) = woke.take() {
                     core.sleepers -= 1;
@@ -345,16 +358,18 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
                     core.woken = core.woken.saturating_sub(1);
                 }
                 core.woken = core.woken.min(core.sleepers);
-                match core.pop(&mut Clock::default()) {
-                    Pop::Key(key) => return Some(key),
-                    Pop::Closed => return None,
-                    // The wake-up was taken on registering: look again with a fresh registration.
-                    Pop::Empty(_) if absorbed => continue,
-                    Pop::Empty(deadline) => {
-                        core.sleepers += 1;
-                        deadline
-                    }
+                let (popped, pass_on) = core.take();
+                if matches!(popped, Pop::Empty(_)) && !absorbed {
+                    core.sleepers += 1;
                 }
+                (popped, pass_on)
+            };
+            let deadline = match shared.handed_out(popped, pass_on) {
+                Pop::Key(key) => return Some(key),
+                Pop::Closed => return None,
+                // The wake-up was taken on registering: look again with a fresh registration.
+                Pop::Empty(_) if absorbed => continue,
+                Pop::Empty(deadline) => deadline,
             };
             let mut guard = SleepGuard {
                 shared,
@@ -422,6 +437,13 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     #[cfg(test)]
     pub(super) fn key_capacity(&self) -> usize {
         self.shared.core.lock().key_capacity()
+    }
+
+    /// Workers sleeping in `get`, and wake-ups on their way to them (for tests).
+    #[cfg(test)]
+    pub(super) fn sleepers_and_wake_ups(&self) -> (usize, usize) {
+        let core = self.shared.core.lock();
+        (core.sleepers, core.woken)
     }
 
     /// The number of keys being processed.

@@ -1,10 +1,12 @@
 //! Tests of the queue as a whole: behaviour (`api`), a model-based property test (`model`), a
-//! multi-threaded stress test (`stress`) and priority starvation (`starvation`).
+//! multi-threaded stress test (`stress`), priority starvation (`starvation`) and the waking of
+//! sleeping workers (`waking`).
 
 mod api;
 mod model;
 mod starvation;
 mod stress;
+mod waking;
 
 use futures::FutureExt;
 
