@@ -765,3 +765,201 @@ fn a_missing_or_malformed_kubeconfig_or_an_unknown_context_is_one_line_naming_it
     }
     Ok(())
 }
+
+/// Starts the operator binary as shard `id` of its controller's ring, watching `apps`, with
+/// its shard and leader Leases in `system`.
+fn spawn_shard(
+    cp: &ControlPlane,
+    system: &str,
+    apps: &str,
+    id: &str,
+    log: &std::path::Path,
+) -> anyhow::Result<Operator> {
+    let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+        .args(["--leader-elect", "--leader-election-id", "sharder"])
+        .args(["--leader-election-namespace", system])
+        .args(["--leader-election-lease-duration", "4s"])
+        .args(["--leader-election-renew-deadline", "3s"])
+        .args(["--leader-election-retry-period", "500ms"])
+        .args(["--shard-ring", "configmap-generator", "--shard-id", id])
+        .args(["--watch-namespaces", apps])
+        .args(["--metrics-bind-address", "0"])
+        .args(["--health-probe-bind-address", "0"])
+        .env("KUBECONFIG", cp.kubeconfig())
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()?;
+    Ok(Operator(child))
+}
+
+/// The shard label of every generator in `api` whose ConfigMap holds its current content.
+async fn produced_by_shard(
+    api: &Api<ConfigMapGenerator>,
+    configmaps: &Api<ConfigMap>,
+) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let label = kubeward::sharding::shard_label("configmap-generator");
+    let made: std::collections::HashMap<String, String> = configmaps
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter_map(|cm| {
+            let content = cm.data?.remove("content")?;
+            Some((cm.metadata.name?, content))
+        })
+        .collect();
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter(|g| made.get(&generated_name(g)) == Some(&g.spec.content))
+        .map(|g| {
+            let shard = g
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(&label))
+                .cloned();
+            (g.metadata.name.unwrap_or_default(), shard)
+        })
+        .collect())
+}
+
+/// Creates generators `g-0`.. `g-{n-1}` with `content`, or sets it on existing ones.
+async fn write_generators(
+    api: &Api<ConfigMapGenerator>,
+    n: usize,
+    content: &str,
+    create: bool,
+) -> anyhow::Result<()> {
+    for i in 0..n {
+        let name = format!("g-{i}");
+        if create {
+            let spec = ConfigMapGeneratorSpec {
+                content: content.into(),
+            };
+            api.create(
+                &PostParams::default(),
+                &ConfigMapGenerator::new(&name, spec),
+            )
+            .await?;
+        } else {
+            let patch = serde_json::json!({ "spec": { "content": content } });
+            let params = kube::api::PatchParams::default();
+            api.patch(&name, &params, &kube::api::Patch::Merge(&patch))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `Some` once every generator in `api` is labelled with one of `shards`.
+async fn all_on(api: &Api<ConfigMapGenerator>, shards: &[&str]) -> Option<()> {
+    let label = kubeward::sharding::shard_label("configmap-generator");
+    let list = api.list(&ListParams::default()).await.ok()?;
+    list.items
+        .iter()
+        .all(|g| {
+            let shard = g.metadata.labels.as_ref().and_then(|l| l.get(&label));
+            shard.is_some_and(|s| shards.contains(&s.as_str()))
+        })
+        .then_some(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_shard_processes_share_the_generators_and_a_killed_ones_move_within_its_lease()
+-> anyhow::Result<()> {
+    const GENERATORS: usize = 120;
+    let cp = ControlPlane::shared().await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
+    let (system, apps) = (
+        cp.create_namespace("shards").await?,
+        cp.create_namespace("sharded-apps").await?,
+    );
+    let dir = tempfile::tempdir()?;
+    let mut shards = Vec::new();
+    for id in ["shard-a", "shard-b", "shard-c"] {
+        let log = dir.path().join(format!("{id}.log"));
+        shards.push((id, spawn_shard(cp, &system, &apps, id, &log)?, log));
+    }
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &apps);
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &apps);
+    write_generators(&generators, GENERATORS, "first", true).await?;
+    let logs = |shards: &[(&str, Operator, std::path::PathBuf)]| {
+        shards
+            .iter()
+            .map(|(id, _, log)| {
+                format!(
+                    "{id}:\n{}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let all_three = ["shard-a", "shard-b", "shard-c"].map(String::from);
+    let placed = wait_for(
+        Duration::from_secs(60),
+        "every generator produced and labelled with one of the three shards",
+        || async {
+            let done = produced_by_shard(&generators, &configmaps).await.ok()?;
+            let assigned = done
+                .iter()
+                .filter(|(_, s)| s.as_ref().is_some_and(|s| all_three.contains(s)))
+                .count();
+            (done.len() == GENERATORS && assigned == GENERATORS).then_some(done)
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\n{}", logs(&shards)))?;
+    for shard in &all_three {
+        let share = placed
+            .iter()
+            .filter(|(_, s)| s.as_ref() == Some(shard))
+            .count();
+        // A third is 40; consistent hashing of 120 names spreads them less evenly than of 3,000.
+        assert!(
+            (20..=60).contains(&share),
+            "{shard} holds {share} of {GENERATORS}"
+        );
+    }
+
+    // SIGKILL the third shard: no release, no goodbye. Its generators must go to the others
+    // once its 4 s Lease has expired (the sharder may have died with it and be re-elected).
+    let (_, mut killed, _) = shards.pop().expect("three shards");
+    let killed_at = tokio::time::Instant::now();
+    killed.0.kill()?;
+    killed.0.wait()?;
+    wait_for(
+        Duration::from_secs(30),
+        "every generator assigned to a live shard",
+        || all_on(&generators, &["shard-a", "shard-b"]),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\n{}", logs(&shards)))?;
+    let moved_after = killed_at.elapsed();
+    assert!(
+        moved_after <= Duration::from_secs(4 + 5),
+        "the dead shard's generators were reassigned {moved_after:?} after it was killed"
+    );
+    // And the survivors reconcile them: a change to every generator reaches its ConfigMap.
+    write_generators(&generators, GENERATORS, "second", false).await?;
+    wait_for(
+        Duration::from_secs(60),
+        "every generator's change produced by a live shard",
+        || async {
+            let done = produced_by_shard(&generators, &configmaps).await.ok()?;
+            (done.len() == GENERATORS).then_some(())
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\n{}", logs(&shards)))?;
+    for (_, operator, _) in &mut shards {
+        let exited = terminate(operator).await?;
+        assert!(
+            exited.success(),
+            "a shard exits cleanly on SIGTERM: {exited}"
+        );
+    }
+    Ok(())
+}
