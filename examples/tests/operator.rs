@@ -46,7 +46,9 @@ fn kubeconfig_through(
         rewritten != original,
         "the kubeconfig names the apiserver's port"
     );
-    let path = dir.join("kubeconfig");
+    // Named for the proxy: `dir` may be the shared control plane's, whose own `kubeconfig`
+    // other tests read.
+    let path = dir.join(format!("kubeconfig-through-{}", proxy.addr().port()));
     std::fs::write(&path, rewritten)?;
     Ok(path)
 }
