@@ -20,7 +20,7 @@ use crate::cache::{ObjectKey, Store};
 use crate::informer::{CacheScope, SharedInformer};
 use crate::metrics::ReadSource;
 
-impl<K: Resource<DynamicType = ()>> Context<K> {
+impl<K: Resource> Context<K> {
     /// The object of `C` named `name` in `namespace` (`None` for a cluster-scoped kind), or
     /// `None` when there is none: from the cache when a synced informer of `C` covers
     /// `namespace`, else from the API server (see the [module docs](self)).
@@ -37,10 +37,10 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     ) -> Result<Option<Arc<C>>, kube::Error> {
         let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
-            self.count::<C>(ReadSource::Cache);
+            self.count_read::<C>(ReadSource::Cache);
             return Ok(cache.get(&ObjectKey::new(namespace, name)));
         }
-        self.count::<C>(ReadSource::Api);
+        self.count_read::<C>(ReadSource::Api);
         get_live(&self.client(), namespace, name).await
     }
 
@@ -70,7 +70,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
     ) -> Result<Vec<Arc<C>>, kube::Error> {
         let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
-            self.count::<C>(ReadSource::Cache);
+            self.count_read::<C>(ReadSource::Cache);
             let no_labels = BTreeMap::new();
             let labels_match =
                 |obj: &C| selector.matches(obj.meta().labels.as_ref().unwrap_or(&no_labels));
@@ -82,7 +82,7 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
                 .filter(|obj| in_namespace(obj) && labels_match(obj))
                 .collect());
         }
-        self.count::<C>(ReadSource::Api);
+        self.count_read::<C>(ReadSource::Api);
         let watched: Vec<&str> = self.scope().watched_namespaces().collect();
         if namespace.is_some() || !C::NAMESPACED || watched.is_empty() {
             return list_live(&self.client(), namespace, selector).await;
@@ -119,7 +119,8 @@ impl<K: Resource<DynamicType = ()>> Context<K> {
             .map(|informer| informer.store())
     }
 
-    fn count<C: Watchable>(&self, source: ReadSource) {
+    /// Counts a read of `C` served from `source` (the reconcile kit's cached look-ups too).
+    pub(crate) fn count_read<C: Watchable>(&self, source: ReadSource) {
         let group = C::group(&());
         let plural = C::plural(&());
         let resource = if group.is_empty() {

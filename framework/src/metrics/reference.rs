@@ -178,7 +178,7 @@ pub const REFERENCE: &[Family] = &[
         name: "kubeward_reads_total",
         kind: Kind::Counter,
         labels: &["controller", "resource", "source"],
-        help: "Reads of a reconcile's context (`ctx.get`, `ctx.list`), by resource and where they were served from (cache, api).",
+        help: "Reads of a reconcile's context (`ctx.get`, `ctx.list`, and the reconcile kit's look-ups of owned objects), by resource and where they were served from (cache, api).",
     },
     Family {
         name: "kubeward_sharder_shards",

@@ -10,6 +10,7 @@ use super::Error;
 use crate::cache::ObjectKey;
 use crate::controller::Context;
 use crate::informer::{SharedInformer, Watchable};
+use crate::metrics::ReadSource;
 
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
@@ -94,6 +95,7 @@ impl<K: Resource> Context<K> {
         name: &str,
     ) -> Option<Arc<C>> {
         let informer = self.informer_of::<C>()?;
+        self.count_read::<C>(ReadSource::Cache);
         informer.store().get(&ObjectKey::new(namespace, name))
     }
 

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
@@ -435,7 +435,11 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
             "configmap-generator",
             Some(ns.clone()),
             kubeward::leader::Config::default(),
-        )));
+        )))
+        // As one shard of its ring, so that the sharder's panels have data too.
+        .shard(Some(
+            Shard::new("configmap-generator", "prometheus-0").namespace(Some(ns.clone())),
+        ));
     // A client the manager builds, as the operator's binary does: its requests are measured.
     let manager = Manager::with_client_config(cp.config(), config)?;
     manager.add(ConfigMapGenerator::controller(Generator));
