@@ -44,9 +44,18 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());
         let bound = controller.bind(&cluster);
+        manager.add_cache_readiness(&bound);
+        Box::new(Term(bound))
+    }
+}
+
+impl Manager {
+    /// Adds `/readyz` check `NAME-cache`: ready once the cache of the controller's kind holds
+    /// its first complete list.
+    pub(super) fn add_cache_readiness<K: Cacheable>(&self, bound: &Bound<K>) {
         let readiness = bound.clone();
-        manager.add_readiness_check(
-            format!("{name}-cache"),
+        self.add_readiness_check(
+            format!("{}-cache", bound.name()),
             Arc::new(move || {
                 if readiness.has_synced() {
                     Ok(())
@@ -55,7 +64,6 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
                 }
             }),
         );
-        Box::new(Term(bound))
     }
 }
 

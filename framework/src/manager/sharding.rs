@@ -38,6 +38,8 @@ pub(super) struct Sharding {
     gone: mpsc::Receiver<()>,
     /// The sharders of the ring's kinds, for the leader.
     kinds: Vec<KindSharder>,
+    /// Where the ring's shard Leases live.
+    namespace: String,
 }
 
 impl Manager {
@@ -68,17 +70,7 @@ impl Manager {
             .cache(self.config().cache_scope().clone())
             .metrics(self.metrics().clone());
         let bound = controller.into_shard().bind(&cluster);
-        let readiness = bound.clone();
-        self.add_readiness_check(
-            format!("{}-cache", bound.name()),
-            Arc::new(move || {
-                if readiness.has_synced() {
-                    Ok(())
-                } else {
-                    Err("cache not synced yet".into())
-                }
-            }),
-        );
+        self.add_cache_readiness(&bound);
         Box::new(Member {
             term: Term(bound),
             leadership: state.leadership.clone(),
@@ -127,6 +119,7 @@ impl Manager {
             alive,
             gone,
             kinds: Vec::new(),
+            namespace,
         })
     }
 
@@ -147,14 +140,10 @@ impl Manager {
                 ring = shard.ring
             )));
         };
-        let namespace = shard
-            .namespace
-            .clone()
-            .unwrap_or_else(|| pod_namespace(&self.client()));
         let leases = self
             .factory()
             .informer_with(
-                Api::<Lease>::namespaced(self.client(), &namespace),
+                Api::<Lease>::namespaced(self.client(), &sharding.namespace),
                 informer::Config::default().labels(&format!("{RING_LABEL}={}", shard.ring)),
             )
             .map_err(|e| Error::InvalidFlags(format!("--shard-ring {}: {e}", shard.ring)))?;
