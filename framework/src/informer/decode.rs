@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use kube::Resource;
+use kube::api::WatchEvent;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::transforms::Transforms;
 use super::{Config, Stats};
@@ -23,43 +23,9 @@ pub(crate) struct Decoder<K> {
 /// A decoded object, with the JSON a compact store keeps of it (`None` for a default store).
 pub(crate) type Decoded<K> = (Arc<K>, Option<Vec<u8>>);
 
-/// A watch event's object as it arrives off the wire.
-pub(crate) trait Payload: DeserializeOwned + Clone + Send + 'static {
-    /// Decodes it into `K`; `None` for one that does not fit (logged and counted).
-    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
-    where
-        K: Resource + DeserializeOwned;
-}
-
-/// The object's text: decoded straight into `K`, without an untyped value between.
-impl Payload for Box<RawValue> {
-    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
-    where
-        K: Resource + DeserializeOwned,
-    {
-        if decoder.compact {
-            return decoder.decode(serde_json::from_str(self.get()).unwrap_or_default());
-        }
-        match serde_json::from_str::<K>(self.get()) {
-            Ok(obj) => Some((decoder.prepare(obj), None)),
-            Err(err) => {
-                let value = serde_json::from_str(self.get()).unwrap_or_default();
-                decoder.skip(&Identity::of(&value), &err);
-                None
-            }
-        }
-    }
-}
-
-/// An untyped tree, from a server that writes an event's object before its type.
-impl Payload for Value {
-    fn decode<K>(self, decoder: &Decoder<K>) -> Option<Decoded<K>>
-    where
-        K: Resource + DeserializeOwned,
-    {
-        decoder.decode(self)
-    }
-}
+/// A watch event with its object decoded; `None` for one that does not fit `K` (logged and
+/// counted).
+pub(crate) type Event<K> = WatchEvent<Option<Decoded<K>>>;
 
 impl<K: Resource + DeserializeOwned> Decoder<K> {
     pub(crate) fn new(
@@ -75,6 +41,19 @@ impl<K: Resource + DeserializeOwned> Decoder<K> {
             transforms,
             stats,
         }
+    }
+
+    /// Decodes one line of a watch stream in one pass: the event and its object straight into
+    /// `K`. Only an event whose object does not fit `K`, or whose JSON a compact store keeps, is
+    /// read again, as an untyped tree. Either order of `type` and `object` is understood.
+    pub(crate) fn event(&self, line: &[u8]) -> Result<Event<K>, serde_json::Error> {
+        if !self.compact
+            && let Ok(event) = serde_json::from_slice::<WatchEvent<K>>(line)
+        {
+            return Ok(map_object(event, |obj| Some((self.prepare(obj), None))));
+        }
+        let event = serde_json::from_slice::<WatchEvent<Value>>(line)?;
+        Ok(map_object(event, |raw| self.decode(raw)))
     }
 
     /// Decodes one object from an untyped value.
@@ -111,6 +90,17 @@ impl<K: Resource + DeserializeOwned> Decoder<K> {
             error = %err,
             "skipping an object that does not decode"
         );
+    }
+}
+
+/// `event` with its object, if it has one, turned by `f`.
+fn map_object<T, U>(event: WatchEvent<T>, f: impl FnOnce(T) -> U) -> WatchEvent<U> {
+    match event {
+        WatchEvent::Added(obj) => WatchEvent::Added(f(obj)),
+        WatchEvent::Modified(obj) => WatchEvent::Modified(f(obj)),
+        WatchEvent::Deleted(obj) => WatchEvent::Deleted(f(obj)),
+        WatchEvent::Bookmark(bookmark) => WatchEvent::Bookmark(bookmark),
+        WatchEvent::Error(status) => WatchEvent::Error(status),
     }
 }
 
@@ -192,18 +182,25 @@ mod tests {
         Ok(())
     }
 
+    fn added(object: &Value) -> Vec<u8> {
+        json!({"type": "ADDED", "object": object})
+            .to_string()
+            .into_bytes()
+    }
+
     #[test]
-    fn text_and_trees_decode_alike_and_managed_fields_go_only_when_stripped() -> anyhow::Result<()>
+    fn events_and_trees_decode_alike_and_managed_fields_go_only_when_stripped() -> anyhow::Result<()>
     {
         for strip in [true, false] {
             let decoder = decoder(strip, &Arc::default());
-            let text = RawValue::from_string(raw().to_string())?;
-            let (from_text, _) = text.decode(&decoder).expect("decodes");
-            let (from_tree, _) = raw().decode(&decoder).expect("decodes");
-            assert_eq!(from_text, from_tree);
-            assert_eq!(from_text.metadata.managed_fields.is_none(), strip);
+            let WatchEvent::Added(Some((from_line, _))) = decoder.event(&added(&raw()))? else {
+                anyhow::bail!("an ADDED event with its object");
+            };
+            let (from_tree, _) = decoder.decode(raw()).expect("decodes");
+            assert_eq!(from_line, from_tree);
+            assert_eq!(from_line.metadata.managed_fields.is_none(), strip);
             assert_eq!(
-                from_text
+                from_line
                     .data
                     .as_ref()
                     .and_then(|d| d.get("k"))
@@ -215,12 +212,28 @@ mod tests {
     }
 
     #[test]
+    fn an_event_whose_object_comes_first_decodes_too() -> anyhow::Result<()> {
+        let decoder = decoder(true, &Arc::default());
+        let line = format!(r#"{{"object":{},"type":"MODIFIED"}}"#, raw());
+        let event = decoder.event(line.as_bytes())?;
+        assert!(
+            matches!(&event, WatchEvent::Modified(Some((obj, _))) if obj.metadata.name.as_deref() == Some("a")),
+            "{event:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
     fn an_object_that_does_not_fit_is_skipped_and_counted() -> anyhow::Result<()> {
         let stats = Arc::new(Stats::default());
         let decoder = decoder(true, &stats);
-        let text = RawValue::from_string(r#"{"metadata":{"name":"a"},"data":7}"#.to_owned())?;
-        assert!(text.decode(&decoder).is_none());
+        let event = decoder.event(&added(&json!({"metadata": {"name": "a"}, "data": 7})))?;
+        assert!(matches!(event, WatchEvent::Added(None)), "{event:?}");
         assert_eq!(stats.decode_failures(), 1);
+        assert!(
+            decoder.event(b"{\"type\":\"ADDED\",").is_err(),
+            "a line that is not JSON is an error, not a skipped object"
+        );
         Ok(())
     }
 }

@@ -70,6 +70,7 @@ mod shared_informer;
 mod stats;
 mod synced;
 mod transforms;
+mod watch_lines;
 mod watchable;
 
 #[cfg(all(test, feature = "testing"))]

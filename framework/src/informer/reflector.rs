@@ -4,20 +4,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::api::{ListParams, WatchEvent, WatchParams};
-use kube::core::Request;
+use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::decode::{Decoder, Payload};
+use super::decode::Decoder;
 use super::fan_out::FanOut;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
+use super::watch_lines::{Idle, WatchLines};
 use super::{Config, Stats, connectivity};
 
 /// Lists and watches for one informer into its [`FanOut`]; runs until its task is cancelled.
@@ -31,8 +31,6 @@ pub(crate) struct Reflector<K> {
     /// Whether lists and watches ask for `PartialObjectMetadata` (`K` is a `PartialObjectMeta`).
     metadata_only: bool,
     decoder: Decoder<K>,
-    /// Whether watch events arrive as untyped trees (see [`Reflector::watch`]).
-    tree_events: AtomicBool,
     /// The namespace this reflector fills when it is one of several filling a store (one per
     /// namespace): its relists replace only that namespace's objects.
     namespace: Option<String>,
@@ -61,8 +59,6 @@ enum WatchEnd {
     Gone,
     /// Anything else: wait, then resume from the latest version.
     Failed(kube::Error),
-    /// A line of the stream that is not a watch event of the expected shape.
-    Unparsed(kube::Error),
 }
 
 impl<K> Reflector<K>
@@ -86,7 +82,6 @@ where
             config,
             metadata_only: K::metadata_api(),
             decoder,
-            tree_events: AtomicBool::new(false),
             namespace,
             listed: AtomicBool::new(false),
             fan_out,
@@ -129,7 +124,7 @@ where
                     );
                     resource_version = None;
                 }
-                WatchEnd::Failed(err) | WatchEnd::Unparsed(err) => {
+                WatchEnd::Failed(err) => {
                     self.retry_after("watch", &err, &mut delays).await;
                 }
             }
@@ -225,33 +220,14 @@ where
     }
 
     /// Watches from `version` until the watch ends; returns why and the latest version seen.
-    ///
-    /// Event objects arrive as their text and decode straight into `K`. That needs each event's
-    /// `type` before its `object`, as the API server writes them; from a server that writes them
-    /// the other way round the text cannot be kept, so the first such event switches this
-    /// reflector to untyped trees for good, and the watch resumes where it was.
     async fn watch(&self, version: String) -> (WatchEnd, String) {
         let mut latest = Latest::Text(version.as_str().into());
-        let end = if self.tree_events.load(Ordering::Relaxed) {
-            self.watch_from::<Value>(&version, &mut latest).await
-        } else {
-            match self
-                .watch_from::<Box<RawValue>>(&version, &mut latest)
-                .await
-            {
-                WatchEnd::Unparsed(err) => {
-                    tracing::info!(url = self.request.url_path, error = %err, "watch events whose object comes before their type; decoding them through untyped values from now on");
-                    self.tree_events.store(true, Ordering::Relaxed);
-                    WatchEnd::Resume { received: true }
-                }
-                end => end,
-            }
-        };
+        let end = self.watch_from(&version, &mut latest).await;
         (end, latest.text())
     }
 
     /// Watches from `version`, keeping `latest` up to date, until the watch ends; returns why.
-    async fn watch_from<P: Payload>(&self, version: &str, latest: &mut Latest) -> WatchEnd {
+    async fn watch_from(&self, version: &str, latest: &mut Latest) -> WatchEnd {
         let config = &self.config;
         let params = WatchParams {
             label_selector: config.label_selector.clone(),
@@ -274,47 +250,48 @@ where
             Err(err) => return WatchEnd::Failed(kube::Error::BuildRequest(err)),
         };
         Stats::count(&self.progress.stats().watch_requests);
-        let started = tokio::time::timeout(
-            config.idle_timeout,
-            self.client.request_events::<P>(request),
-        );
-        let events = match started.await {
-            Ok(Ok(events)) => {
+        let opened =
+            tokio::time::timeout(config.idle_timeout, WatchLines::open(&self.client, request));
+        let mut lines = match opened.await {
+            Ok(Ok(lines)) => {
                 config.connectivity.reachable();
-                events
+                lines
             }
             Ok(Err(err)) => return classify(err),
             Err(_) => return WatchEnd::Failed(stalled("watch")),
         };
-        let mut events = std::pin::pin!(events);
         let mut received = false;
         loop {
-            let next = tokio::time::timeout(config.idle_timeout, events.next()).await;
-            let event = match next {
-                Err(_) => {
+            let line = match lines.next(config.idle_timeout).await {
+                Err(Idle) => {
                     // Restarted at once; a server that is gone shows in the restart's failure.
                     tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
                     return WatchEnd::Resume { received };
                 }
-                Ok(None) => return WatchEnd::Resume { received },
-                Ok(Some(Err(err))) if unparsed(&err) => return WatchEnd::Unparsed(err),
-                Ok(Some(Err(err))) => return classify(err),
-                Ok(Some(Ok(event))) => event,
+                Ok(None) => {
+                    return lines
+                        .failure()
+                        .map_or(WatchEnd::Resume { received }, classify);
+                }
+                Ok(Some(line)) => line,
             };
             received = true;
+            let event = match self.decoder.event(line) {
+                Ok(event) => event,
+                Err(err) => return unparsed(line, err),
+            };
             match event {
-                WatchEvent::Added(raw) | WatchEvent::Modified(raw) => {
-                    if let Some((obj, json)) = raw.decode(&self.decoder) {
-                        note_version(latest, &obj);
-                        self.fan_out.apply(obj, json);
-                    }
+                WatchEvent::Added(Some((obj, json))) | WatchEvent::Modified(Some((obj, json))) => {
+                    note_version(latest, &obj);
+                    self.fan_out.apply(obj, json);
                 }
-                WatchEvent::Deleted(raw) => {
-                    if let Some((obj, _)) = raw.decode(&self.decoder) {
-                        note_version(latest, &obj);
-                        self.fan_out.delete(obj);
-                    }
+                WatchEvent::Deleted(Some((obj, _))) => {
+                    note_version(latest, &obj);
+                    self.fan_out.delete(obj);
                 }
+                WatchEvent::Added(None)
+                | WatchEvent::Modified(None)
+                | WatchEvent::Deleted(None) => {}
                 WatchEvent::Bookmark(bookmark) => {
                     *latest = Latest::Text(bookmark.metadata.resource_version.into());
                 }
@@ -364,13 +341,12 @@ fn note_version<K: Resource + Send + Sync + 'static>(latest: &mut Latest, obj: &
     }
 }
 
-/// Whether a failed item of a watch stream is a line that did not parse as a watch event (the
-/// client then reads it as a `Status` if it can, which any JSON object without a code is).
-fn unparsed(err: &kube::Error) -> bool {
-    match err {
-        kube::Error::SerdeError(_) => true,
-        kube::Error::Api(status) => status.code == 0,
-        _ => false,
+/// How a watch ends on a line that is not a watch event: as the server's `Status`, if it is
+/// one, else as a decode failure.
+fn unparsed(line: &[u8], err: serde_json::Error) -> WatchEnd {
+    match serde_json::from_slice::<Status>(line) {
+        Ok(status) if status.code != 0 => classify(kube::Error::Api(status.boxed())),
+        _ => WatchEnd::Failed(kube::Error::SerdeError(err)),
     }
 }
 

@@ -47,14 +47,11 @@ async fn events_whose_object_comes_before_their_type_are_cached_all_the_same() -
     .await?;
     let stats = informer.stats();
     assert_eq!(stats.decode_failures(), 0);
+    assert_eq!(stats.relists(), 1, "no relist");
     assert_eq!(
-        stats.relists(),
+        stats.watch_requests(),
         1,
-        "the watch resumed where it was, without a relist"
-    );
-    assert!(
-        stats.watch_requests() >= 2,
-        "the text watch gave way to a tree watch"
+        "one watch read every event, whichever order its fields came in"
     );
     informer.shutdown().await;
     Ok(())
