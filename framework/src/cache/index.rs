@@ -18,35 +18,66 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// One named index: value → keys of the objects that have it (values hashed with foldhash, keys
 /// by the hash they keep).
 pub(super) struct Index<K> {
-    pub(super) function: IndexFn<K>,
+    /// `None` for the [`NAMESPACE_INDEX`], whose one value each key holds itself.
+    pub(super) function: Option<IndexFn<K>>,
     pub(super) entries: HashMap<String, KeySet>,
 }
 
 impl<K> Index<K> {
     pub(super) fn new(function: IndexFn<K>) -> Self {
         Self {
-            function,
+            function: Some(function),
+            entries: HashMap::new(),
+        }
+    }
+
+    /// The [`NAMESPACE_INDEX`]: an object's namespace is in its key and never changes, so an
+    /// update neither calls a function nor allocates.
+    pub(super) fn by_namespace() -> Self {
+        Self {
+            function: None,
             entries: HashMap::new(),
         }
     }
 
     /// Moves `key` from the values of `old` to those of `new`.
     pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        let old_values = old.map(|o| (self.function)(o)).unwrap_or_default();
-        let new_values = new.map(|n| (self.function)(n)).unwrap_or_default();
+        let Some(function) = &self.function else {
+            let Some(namespace) = key.namespace() else {
+                return;
+            };
+            match (old, new) {
+                (None, Some(_)) => {
+                    self.entries
+                        .entry_ref(namespace)
+                        .or_default()
+                        .insert(key.clone());
+                }
+                (Some(_), None) => self.remove(namespace, key),
+                _ => {}
+            }
+            return;
+        };
+        let old_values = old.map(|o| function(o)).unwrap_or_default();
+        let new_values = new.map(|n| function(n)).unwrap_or_default();
         if old_values == new_values {
             return;
         }
         for value in old_values {
-            if let Some(keys) = self.entries.get_mut(&value) {
-                keys.remove(key);
-                if keys.is_empty() {
-                    self.entries.remove(&value);
-                }
-            }
+            self.remove(&value, key);
         }
         for value in new_values {
             self.entries.entry(value).or_default().insert(key.clone());
+        }
+    }
+
+    /// Takes `key` out of the keys with `value`.
+    fn remove(&mut self, value: &str, key: &ObjectKey) {
+        if let Some(keys) = self.entries.get_mut(value) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.entries.remove(value);
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use super::compact::{Compact, Decode};
 use super::index::Index;
 use super::key::{KeyMap, KeyRef, KeySet};
 use super::slot::Slot;
-use super::{Change, Deleted, Error, IndexFn, NAMESPACE_INDEX, ObjectKey, Result};
+use super::{Change, Deleted, Error, NAMESPACE_INDEX, ObjectKey, Result};
 
 /// Creates an empty store: a read-only [`Store`] handle (cheap to clone, hand it to readers)
 /// and the [`Writer`] that fills it. The store starts with the [`NAMESPACE_INDEX`].
@@ -61,9 +61,7 @@ pub(crate) fn compact_store_with<K: Resource + 'static>(
 /// A store that keeps objects decoded (`None`) or compact.
 fn with_compact<K: Resource + 'static>(compact: Option<Compact<K>>) -> (Store<K>, Writer<K>) {
     let mut indexes = HashMap::new();
-    let by_namespace: IndexFn<K> =
-        Arc::new(|obj: &K| obj.meta().namespace.clone().into_iter().collect());
-    indexes.insert(NAMESPACE_INDEX.to_owned(), Index::new(by_namespace));
+    indexes.insert(NAMESPACE_INDEX.to_owned(), Index::by_namespace());
     let inner = Arc::new(RwLock::new(Inner {
         objects: KeyMap::default(),
         indexes,
