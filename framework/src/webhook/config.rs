@@ -109,6 +109,13 @@ impl Config {
         self
     }
 
+    /// Whether the server can serve securely without the operator's own webhooks: its port is
+    /// on and it has a certificate (self-signed, or `tls.crt` in the directory). The
+    /// framework's own webhooks (a shard's assignment at creation) are served only then.
+    pub(crate) fn can_serve(&self) -> bool {
+        self.port != 0 && (self.self_signed || self.cert_dir.join("tls.crt").is_file())
+    }
+
     /// How often the certificate files are re-read (default 1 s).
     #[must_use]
     pub fn reload_period(mut self, period: Duration) -> Self {
