@@ -273,7 +273,8 @@ async fn configuration_ca(client: &Client, ns: &str) -> anyhow::Result<Vec<u8>> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_no_shard_available_a_new_object_is_created_unlabelled() -> anyhow::Result<()> {
+async fn a_new_object_is_created_unlabelled_while_no_shard_is_available_and_assigned_once_one_is()
+-> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("shard-none").await?;
     let client = cp.client();
@@ -316,6 +317,34 @@ async fn with_no_shard_available_a_new_object_is_created_unlabelled() -> anyhow:
     .await?;
     assert_eq!(shard_of(&created, RING), None);
     assert!(available(&client, &ns, RING).await?.is_empty());
+    // The assignment webhook is in the configuration the API server just called.
+    let configuration = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get(&format!("{ns}-mutating-webhook-configuration"))
+        .await?;
+    let paths: Vec<String> = configuration
+        .webhooks
+        .iter()
+        .flatten()
+        .filter_map(|w| w.client_config.url.clone())
+        .collect();
+    assert!(paths.iter().any(|url| url.ends_with(PATH)), "{paths:?}");
+
+    // Once the Lease is free, the shard takes it and new objects are assigned to it.
+    Api::<Lease>::namespaced(client.clone(), &ns)
+        .delete("shard-a", &kube::api::DeleteParams::default())
+        .await?;
+    wait_for(WAIT, "a new ConfigMap assigned to shard-a", || {
+        probe += 1;
+        let api = &api;
+        async move {
+            let created = api
+                .create(&PostParams::default(), &named(&format!("probe-{probe}")))
+                .await
+                .ok()?;
+            (shard_of(&created, RING).as_deref() == Some("shard-a")).then_some(())
+        }
+    })
+    .await?;
     replica.stop().await?;
     remove_configurations(&client, &ns).await;
     Ok(())
