@@ -9,7 +9,8 @@ pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 pub const DEFAULT_PORT: u16 = 9443;
 
 /// How the webhook server of a [`Manager`](crate::manager::Manager) serves; the `--webhook-*`
-/// flags build one. The server runs only when webhooks or routes were added.
+/// flags build one. The server runs only when webhooks or routes were added, or when a shard's
+/// assignment webhooks can be served (see [`sharding`](crate::sharding)).
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) port: u16,
