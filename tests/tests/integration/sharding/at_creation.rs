@@ -404,3 +404,89 @@ async fn an_owned_object_a_shard_applies_carries_its_owners_shard_from_its_first
     replica.stop().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_object_is_assigned_anew_in_the_write_that_hands_it_back() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("shard-handback").await?;
+    let client = cp.client();
+    label_namespace(&client, &ns).await?;
+    let first = Replica::start(config_map_shard(cp, &ns, "shard-a", free_addr()?.port()));
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let mut probe = 0;
+    wait_for(WAIT, "a probe assigned to shard-a at creation", || {
+        probe += 1;
+        let api = &api;
+        async move {
+            let created = api
+                .create(&PostParams::default(), &named(&format!("probe-{probe}")))
+                .await
+                .ok()?;
+            (shard_of(&created, RING).as_deref() == Some("shard-a")).then_some(())
+        }
+    })
+    .await?;
+    for i in 0..30 {
+        let created = api
+            .create(&PostParams::default(), &named(&format!("cm-{i}")))
+            .await?;
+        assert_eq!(shard_of(&created, RING).as_deref(), Some("shard-a"));
+    }
+
+    // Every change from here on, while shard b joins and takes its share.
+    let version = api
+        .list(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let mut events = api.watch(&WatchParams::default(), &version).await?.boxed();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let watching = {
+        let seen = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(WatchEvent::Modified(cm)) => {
+                        seen.lock().push((cm.name_any(), shard_of(&cm, RING)));
+                    }
+                    other => seen.lock().push((format!("{other:?}"), None)),
+                }
+            }
+        })
+    };
+    let second = Replica::start(config_map_shard(cp, &ns, "shard-b", 0));
+    let ring = HashRing::new(["shard-a", "shard-b"]);
+    let key = |name: &str| object_key::<ConfigMap>(Some(&ns), name);
+    wait_for(
+        WAIT,
+        "every ConfigMap on the shard the ring of a and b gives",
+        || {
+            let (api, ring) = (&api, &ring);
+            async move {
+                let all = api.list(&ListParams::default()).await.ok()?;
+                all.items
+                    .iter()
+                    .all(|cm| shard_of(cm, RING).as_deref() == ring.shard_for(&key(&cm.name_any())))
+                    .then_some(())
+            }
+        },
+    )
+    .await?;
+    watching.abort();
+    let seen = seen.lock().clone();
+    let moved = seen
+        .iter()
+        .filter(|(_, shard)| shard.as_deref() == Some("shard-b"))
+        .count();
+    assert!(moved > 0, "no object moved to shard-b: {seen:?}");
+    let unassigned: Vec<_> = seen.iter().filter(|(_, shard)| shard.is_none()).collect();
+    assert!(
+        unassigned.is_empty(),
+        "objects left without a shard between hand-back and assignment: {unassigned:?}"
+    );
+    second.stop().await?;
+    first.stop().await?;
+    remove_configurations(&client, &ns).await;
+    Ok(())
+}
