@@ -137,7 +137,7 @@ impl<K: Cacheable> Controller<K> {
             own_writes,
             self.kind,
         )
-        .owned_labels(self.owned_labels);
+        .with_owned_labels(self.owned_labels);
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,

@@ -80,7 +80,7 @@ impl<K: Resource> Context<K> {
     }
 
     /// With `labels` set on the owned objects it applies (a shard's controller).
-    pub(crate) fn owned_labels(mut self, labels: Option<Arc<OwnedLabels>>) -> Self {
+    pub(crate) fn with_owned_labels(mut self, labels: Option<Arc<OwnedLabels>>) -> Self {
         let Some(inner) = Arc::get_mut(&mut self.inner) else {
             unreachable!("invariant: a context is not shared before it is complete");
         };
@@ -153,7 +153,7 @@ impl<K: Resource> Context<K> {
     }
 
     /// On a shard: the label the owned objects it applies get (for the reconcile kit).
-    pub(crate) fn shard_labels(&self) -> Option<&OwnedLabels> {
+    pub(crate) fn owned_labels(&self) -> Option<&OwnedLabels> {
         self.inner.owned_labels.as_deref()
     }
 

@@ -71,7 +71,7 @@ impl<K: Resource> Context<K> {
         let references = meta.owner_references.get_or_insert_with(Vec::new);
         references.retain(|r| r.uid != owner_ref.uid);
         references.push(owner_ref);
-        if let Some(labels) = self.shard_labels() {
+        if let Some(labels) = self.owned_labels() {
             labels.label::<C>(owner.meta(), meta);
         }
 
