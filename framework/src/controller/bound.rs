@@ -136,7 +136,8 @@ impl<K: Cacheable> Controller<K> {
             metrics,
             own_writes,
             self.kind,
-        );
+        )
+        .with_owned_labels(self.owned_labels);
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,

@@ -16,7 +16,7 @@ use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
-use crate::sharding::KindSharder;
+use crate::sharding::{KindSharder, OwnedLabels};
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
@@ -70,6 +70,8 @@ pub struct Controller<K> {
     pub(crate) ring: Option<String>,
     /// The sharders of its kind and the kinds it owns, for a sharded run.
     pub(crate) kinds: Vec<KindSharder>,
+    /// On a shard: the label it sets on the owned objects it applies.
+    pub(crate) owned_labels: Option<Arc<OwnedLabels>>,
 }
 
 impl<K> std::fmt::Debug for Controller<K> {
@@ -152,6 +154,7 @@ impl<K: Cacheable> Controller<K> {
             to_json: |obj: &K| serde_json::to_value(obj),
             ring: None,
             kinds: Vec::new(),
+            owned_labels: None,
         }
     }
 
@@ -307,10 +310,13 @@ impl<K: Cacheable> Controller<K> {
     }
 
     /// The controller as one shard of its ring runs it: objects the sharder drains are handed
-    /// back instead of reconciled.
+    /// back instead of reconciled, and the owned objects it applies carry their owner's shard.
     pub(crate) fn into_shard(mut self) -> Self {
         if let Some(ring) = &self.ring {
             self.reconciler = Arc::new(Draining::new(self.reconciler, ring));
+            let owned = self.kinds.iter().filter(|k| !k.is_main());
+            let owned = OwnedLabels::new(ring, owned.map(KindSharder::group_kind));
+            self.owned_labels = Some(Arc::new(owned));
         }
         self
     }

@@ -12,6 +12,7 @@ use crate::cache::Store;
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};
 use crate::metrics::{Metrics, ReadMetrics};
+use crate::sharding::OwnedLabels;
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
 pub struct Context<K> {
@@ -28,6 +29,8 @@ struct Inner<K> {
     own_writes: Arc<OwnWrites>,
     reads: ReadMetrics,
     kind: Kind,
+    /// On a shard: the label the owned objects it applies get.
+    owned_labels: Option<Arc<OwnedLabels>>,
 }
 
 impl<K> Clone for Context<K> {
@@ -71,8 +74,18 @@ impl<K: Resource> Context<K> {
                 own_writes,
                 reads,
                 kind,
+                owned_labels: None,
             }),
         }
+    }
+
+    /// With `labels` set on the owned objects it applies (a shard's controller).
+    pub(crate) fn with_owned_labels(mut self, labels: Option<Arc<OwnedLabels>>) -> Self {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            unreachable!("invariant: a context is not shared before it is complete");
+        };
+        inner.owned_labels = labels;
+        self
     }
 
     /// The controller's name.
@@ -137,6 +150,11 @@ impl<K: Resource> Context<K> {
     /// What the controller caches: namespaces and selectors.
     pub(crate) fn scope(&self) -> &CacheScope {
         &self.inner.scope
+    }
+
+    /// On a shard: the label the owned objects it applies get (for the reconcile kit).
+    pub(crate) fn owned_labels(&self) -> Option<&OwnedLabels> {
+        self.inner.owned_labels.as_deref()
     }
 
     /// The counters of the reads `get` and `list` serve.

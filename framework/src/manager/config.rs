@@ -228,7 +228,7 @@ impl Config {
     }
 
     /// How the webhook server serves and is reached (it runs only when webhooks or routes were
-    /// added).
+    /// added, or for a [shard](Self::shard) whose server has a certificate).
     #[must_use]
     pub fn webhook(mut self, config: webhook::Config) -> Self {
         self.webhook = config;
@@ -237,8 +237,10 @@ impl Config {
 
     /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`): the
     /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
-    /// run on every replica, each on its share; the leader runs the sharder. `None` (the
-    /// default): every controller runs unsharded.
+    /// run on every replica, each on its share; the leader runs the sharder. When the
+    /// [webhook server](Self::webhook) has a certificate (self-signed, or `tls.crt` in its
+    /// directory) and a port, every replica also serves the webhooks that assign the ring's new
+    /// objects as they are created. `None` (the default): every controller runs unsharded.
     #[must_use]
     pub fn shard(mut self, shard: Option<Shard>) -> Self {
         self.shard = shard;

@@ -117,8 +117,8 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
 
-    /// Port of the HTTPS webhook server (it runs only when the operator has webhooks); `0` turns
-    /// it off.
+    /// Port of the HTTPS webhook server (it runs only when the operator has webhooks, or runs as
+    /// a shard and has a certificate: the shard's assignment webhooks); `0` turns it off.
     #[arg(long, env = "KUBEWARD_WEBHOOK_PORT", default_value_t = webhook::DEFAULT_PORT)]
     pub webhook_port: u16,
 

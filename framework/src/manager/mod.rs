@@ -26,6 +26,7 @@ mod namespaces;
 mod run;
 mod runnable;
 mod secure_metrics;
+mod shard_assignment;
 mod sharding;
 mod shutdown;
 mod webhooks;

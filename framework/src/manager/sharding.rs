@@ -7,6 +7,9 @@
 //! its objects by then). On shutdown the Lease is released only after every one of them has
 //! stopped, so the sharder never hands an object to another shard while this one still
 //! reconciles it.
+//!
+//! When the webhook server can serve, every replica also serves the ring's assignment webhooks
+//! (see `shard_assignment`).
 
 use std::sync::Arc;
 
@@ -47,7 +50,7 @@ impl Manager {
     /// this shard's objects, on every replica, while the replica holds its shard Lease.
     pub(super) fn shard_member<K: Cacheable>(
         &self,
-        mut controller: Controller<K>,
+        controller: Controller<K>,
     ) -> Box<dyn Runnable> {
         let mut sharding = self.sharding.lock();
         if sharding.is_none() {
@@ -65,11 +68,12 @@ impl Manager {
         let Some(state) = sharding.as_mut() else {
             unreachable!("invariant: the sharding state was made just above");
         };
+        let mut controller = controller.into_shard();
         state.kinds.append(&mut controller.kinds);
         let cluster = Cluster::new(Arc::clone(&state.factory))
             .cache(self.config().cache_scope().clone())
             .metrics(self.metrics().clone());
-        let bound = controller.into_shard().bind(&cluster);
+        let bound = controller.bind(&cluster);
         self.add_cache_readiness(&bound);
         Box::new(Member {
             term: Term(bound),
@@ -147,6 +151,7 @@ impl Manager {
                 informer::Config::default().labels(&format!("{RING_LABEL}={}", shard.ring)),
             )
             .map_err(|e| Error::InvalidFlags(format!("--shard-ring {}: {e}", shard.ring)))?;
+        let view = self.assign_at_creation(&shard.ring, &leases, &sharding.kinds);
         let sharder = ShardAssigner {
             ring: shard.ring.clone(),
             leases,
@@ -163,7 +168,10 @@ impl Manager {
             alive: sharding.alive,
             gone: sharding.gone,
         };
-        Ok(vec![Box::new(lease), Box::new(sharder)])
+        Ok([Box::new(lease) as Box<dyn Runnable>, Box::new(sharder)]
+            .into_iter()
+            .chain(view)
+            .collect())
     }
 }
 

@@ -24,7 +24,9 @@ impl<K: Resource> Context<K> {
     /// foreground deletion of the owner waits for the child, and where the API server enforces
     /// owner-reference permissions the controller needs `update` on the owner's `finalizers`
     /// (which the derive's RBAC rules grant). A namespaced child without a namespace goes in the
-    /// owner's.
+    /// owner's. On a shard of a controller ring, a child of a kind the controller owns gets the
+    /// owner's shard label, where the sharder would put it, so it is in the shard's cache from
+    /// its first version on (see [`sharding`](crate::sharding)).
     ///
     /// **No request is sent when nothing would change**: when the controller's cache of `C`
     /// (the informer it has because it owns `C`) holds the child with every field `child` sets
@@ -69,6 +71,9 @@ impl<K: Resource> Context<K> {
         let references = meta.owner_references.get_or_insert_with(Vec::new);
         references.retain(|r| r.uid != owner_ref.uid);
         references.push(owner_ref);
+        if let Some(labels) = self.owned_labels() {
+            labels.label::<C>(owner.meta(), meta);
+        }
 
         let desired = serde_json::to_value(&child).map_err(|source| Error::Json {
             what: format!("{} {name}", C::kind(&())),

@@ -15,11 +15,19 @@
 //!   anew. Objects of a shard that is gone move at once.
 //! - Each shard's informers select only objects labelled with its id, so its cache, watches and
 //!   queue hold only its share.
+//! - **Assignment at creation.** When the webhook server can serve, every replica serves a
+//!   mutating webhook per kind of the ring that sets the shard label as an object is created
+//!   (see the `admission` module), and a shard labels the objects it applies for an owner with
+//!   the owner's shard ([`Context::apply`](crate::controller::Context::apply)): new objects do
+//!   not wait for the sharder.
 
+mod admission;
 mod assignment;
 mod hash_ring;
 mod key;
 mod labels;
+mod owned_labels;
+mod ring_view;
 mod sharder;
 mod shards;
 
@@ -27,5 +35,7 @@ pub use assignment::{Decision, decide};
 pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
 pub use key::{controller_key, object_key};
 pub use labels::{RING_LABEL, drain_label, shard_label};
+pub(crate) use owned_labels::OwnedLabels;
+pub(crate) use ring_view::{View, watch_ring};
 pub(crate) use sharder::{KindSharder, Sharder};
 pub use shards::Shards;

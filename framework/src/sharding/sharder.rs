@@ -6,43 +6,37 @@
 //! of available shards changes ([`watch_ring`]); its workers apply [`decide`] with a merge
 //! patch guarded by the resourceVersion they read.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
+use kube::Client;
 use kube::api::{Patch, PatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta, Request};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use kube::Client;
-use tokio::task::JoinSet;
-
-use super::{
-    Decision, HashRing, Shards, controller_key, decide, drain_label, object_key, shard_label,
-};
+use super::ring_view::{Ring, View, watch_ring};
+use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
 use crate::cache::ObjectKey;
 use crate::controller::Cluster;
 use crate::informer::{self, SharedInformer, Watchable, handler_fns};
 use crate::metrics::SharderMetrics;
 use crate::queue::WorkQueue;
+use crate::webhook::Admission;
 
-/// The available shards of a ring and the hash ring over them, as the sharder last saw them.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct View {
-    pub(crate) available: BTreeSet<String>,
-    pub(crate) ring: HashRing,
-}
-
-/// What a kind's sharder reads the ring from.
-type Ring = watch::Receiver<Arc<View>>;
+/// How an object's ring key is found from its metadata (`None`: it is not sharded).
+pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
 #[derive(Clone, Copy)]
 pub(crate) struct KindSharder {
     bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
+    /// The kind's assignment webhook in a ring, reading the ring's view.
+    admission: fn(&str, Ring) -> Admission,
+    /// The kind's `group/Kind`.
+    group_kind: fn() -> String,
     /// Whether it shards the ring's main kind (by each object's own key).
     main: bool,
 }
@@ -58,13 +52,10 @@ impl KindSharder {
     pub(crate) fn main<K: Watchable>() -> Self {
         Self {
             bind: |cluster, ring, view, metrics| {
-                bind::<K>(cluster, ring, view, metrics, |meta| {
-                    Some(object_key::<K>(
-                        meta.namespace.as_deref(),
-                        meta.name.as_deref()?,
-                    ))
-                })
+                bind::<K>(cluster, ring, view, metrics, own_key::<K>)
             },
+            admission: |ring, view| super::admission::admission::<K>(ring, view, own_key::<K>),
+            group_kind: group_kind::<K>,
             main: true,
         }
     }
@@ -81,9 +72,35 @@ impl KindSharder {
             bind: |cluster, ring, view, metrics| {
                 bind::<C>(cluster, ring, view, metrics, controller_key)
             },
+            admission: |ring, view| super::admission::admission::<C>(ring, view, controller_key),
+            group_kind: group_kind::<C>,
             main: false,
         }
     }
+
+    /// The webhook that assigns objects of this kind to a shard of `ring` as they are created,
+    /// from the available shards in `view`.
+    pub(crate) fn admission(&self, ring: &str, view: Ring) -> Admission {
+        (self.admission)(ring, view)
+    }
+
+    /// The kind's `group/Kind` (empty group for the core group).
+    pub(crate) fn group_kind(&self) -> String {
+        (self.group_kind)()
+    }
+}
+
+/// The ring key of an object of the ring's main kind: its own.
+fn own_key<K: Watchable>(meta: &ObjectMeta) -> Option<String> {
+    Some(object_key::<K>(
+        meta.namespace.as_deref(),
+        meta.name.as_deref().filter(|n| !n.is_empty())?,
+    ))
+}
+
+/// `group/Kind` of `K`.
+fn group_kind<K: Watchable>() -> String {
+    format!("{}/{}", K::group(&()), K::kind(&()))
 }
 
 /// A kind's sharder, bound to its informer, without its kind.
@@ -137,60 +154,13 @@ impl Sharder {
         let ring_watch = tokio::spawn(watch_ring(
             self.leases.clone(),
             tx,
-            self.metrics.clone(),
+            Some(self.metrics.clone()),
             shutdown.clone(),
         ));
         let runs = sharders.iter().map(|s| s.run(shutdown.clone()));
         let results = futures::future::join_all(runs).await;
         ring_watch.abort();
         results.into_iter().collect()
-    }
-}
-
-/// Keeps `view` up to date with the available shards of `leases`: on every Lease change, and
-/// when the first available Lease would expire without renewal.
-async fn watch_ring(
-    leases: SharedInformer<Lease>,
-    view: watch::Sender<Arc<View>>,
-    metrics: SharderMetrics,
-    shutdown: CancellationToken,
-) {
-    let changed = Arc::new(Notify::new());
-    let (on_add, on_update, on_delete) = (changed.clone(), changed.clone(), changed.clone());
-    let _registration = leases.add_handler(
-        handler_fns()
-            .on_add(move |_| on_add.notify_one())
-            .on_update(move |_, _| on_update.notify_one())
-            .on_delete(move |_| on_delete.notify_one()),
-    );
-    let store = leases.store();
-    loop {
-        let shards = Shards::of(
-            store.list().iter().map(AsRef::as_ref),
-            Timestamp::now().as_microsecond(),
-        );
-        let next = View {
-            ring: HashRing::new(shards.available.iter().map(String::as_str)),
-            available: shards.available,
-        };
-        view.send_if_modified(|current| {
-            if **current == next {
-                return false;
-            }
-            tracing::info!(shards = ?next.available, "the ring's available shards changed");
-            metrics.set_shards(next.available.len());
-            *current = Arc::new(next);
-            true
-        });
-        let expiry = shards
-            .next_expiry
-            .unwrap_or(std::time::Duration::from_secs(3600));
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = changed.notified() => {}
-            // A few milliseconds after the expiry, so the Lease is past it when looked at.
-            () = tokio::time::sleep(expiry + std::time::Duration::from_millis(5)) => {}
-        }
     }
 }
 
@@ -204,7 +174,7 @@ fn bind<K: Watchable>(
     ring: &str,
     view: Ring,
     metrics: SharderMetrics,
-    key_of: fn(&ObjectMeta) -> Option<String>,
+    key_of: KeyOf,
 ) -> Box<dyn SharderRun> {
     let sources = cluster.scope.sources::<K>();
     Box::new(KindRun {
@@ -296,8 +266,8 @@ impl<K: Watchable> SharderRun for KindRun<K> {
 struct Assigner {
     shard_label: String,
     drain_label: String,
-    view: watch::Receiver<Arc<View>>,
-    key_of: fn(&ObjectMeta) -> Option<String>,
+    view: Ring,
+    key_of: KeyOf,
     client: Client,
     metrics: SharderMetrics,
 }

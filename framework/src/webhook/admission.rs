@@ -59,6 +59,7 @@ pub struct Admission {
     pub(crate) failure_policy: FailurePolicy,
     pub(crate) timeout: Duration,
     pub(crate) namespace_selector: Option<LabelSelector>,
+    pub(crate) object_selector: Option<LabelSelector>,
 }
 
 impl Admission {
@@ -106,6 +107,7 @@ impl Admission {
             failure_policy: FailurePolicy::default(),
             timeout: Duration::from_secs(10),
             namespace_selector: None,
+            object_selector: None,
         }
     }
 
@@ -137,6 +139,21 @@ impl Admission {
     #[must_use]
     pub fn namespace_selector(mut self, selector: LabelSelector) -> Self {
         self.namespace_selector = Some(selector);
+        self
+    }
+
+    /// Only objects whose labels match `selector` are sent (on UPDATE, when the old or the new
+    /// object matches).
+    #[must_use]
+    pub fn object_selector(mut self, selector: LabelSelector) -> Self {
+        self.object_selector = Some(selector);
+        self
+    }
+
+    /// Served at `path` instead of kubebuilder's (for the framework's own webhooks).
+    #[must_use]
+    pub(crate) fn at(mut self, path: String) -> Self {
+        self.route.path = path;
         self
     }
 
@@ -195,6 +212,7 @@ impl Admission {
             client_config: client,
             failure_policy: Some(self.policy()),
             namespace_selector: self.namespace_selector.clone(),
+            object_selector: self.object_selector.clone(),
             rules: Some(vec![self.rule()]),
             side_effects: "None".into(),
             timeout_seconds: Some(self.timeout_seconds()),
@@ -210,6 +228,7 @@ impl Admission {
             client_config: client,
             failure_policy: Some(self.policy()),
             namespace_selector: self.namespace_selector.clone(),
+            object_selector: self.object_selector.clone(),
             rules: Some(vec![self.rule()]),
             side_effects: "None".into(),
             timeout_seconds: Some(self.timeout_seconds()),

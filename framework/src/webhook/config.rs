@@ -9,7 +9,8 @@ pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 pub const DEFAULT_PORT: u16 = 9443;
 
 /// How the webhook server of a [`Manager`](crate::manager::Manager) serves; the `--webhook-*`
-/// flags build one. The server runs only when webhooks or routes were added.
+/// flags build one. The server runs only when webhooks or routes were added, or when a shard's
+/// assignment webhooks can be served (see [`sharding`](crate::sharding)).
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) port: u16,
@@ -107,6 +108,13 @@ impl Config {
     pub fn configuration_name(mut self, name: impl Into<String>) -> Self {
         self.configuration_name = Some(name.into());
         self
+    }
+
+    /// Whether the server can serve securely without the operator's own webhooks: its port is
+    /// on and it has a certificate (self-signed, or `tls.crt` in the directory). The
+    /// framework's own webhooks (a shard's assignment at creation) are served only then.
+    pub(crate) fn can_serve(&self) -> bool {
+        self.port != 0 && (self.self_signed || self.cert_dir.join("tls.crt").is_file())
     }
 
     /// How often the certificate files are re-read (default 1 s).

@@ -18,6 +18,18 @@ async fn post(
     content_type: &str,
     body: Vec<u8>,
 ) -> anyhow::Result<(StatusCode, String)> {
+    post_to(port, "/convert", ca_pem, content_type, body).await
+}
+
+/// Posts `body` as `content_type` to `https://127.0.0.1:PORT{path}`, trusting `ca_pem`; the
+/// status and the body.
+pub(crate) async fn post_to(
+    port: u16,
+    path: &str,
+    ca_pem: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> anyhow::Result<(StatusCode, String)> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes())?)?;
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -32,7 +44,7 @@ async fn post(
         .await?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
     tokio::spawn(connection);
-    let request = Request::post("/convert")
+    let request = Request::post(path)
         .header(header::HOST, "127.0.0.1")
         .header(header::CONTENT_TYPE, content_type)
         .body(Full::new(Bytes::from(body)))?;

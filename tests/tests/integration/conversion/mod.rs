@@ -4,7 +4,7 @@
 
 mod example;
 mod gadget;
-mod https;
+pub(crate) mod https;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -73,7 +73,7 @@ impl Defaulter<ConfigMap> for Labeller {
 
 /// Labels namespace `ns` with its name as `kubernetes.io/metadata.name`, as API servers from
 /// 1.21 on do by themselves (the local one is 1.20), so that [`only_in`] selects it.
-async fn label_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
+pub(crate) async fn label_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
     let patch = serde_json::json!({"metadata": {"labels": {"kubernetes.io/metadata.name": ns}}});
     Api::<Namespace>::all(client.clone())
         .patch(ns, &PatchParams::default(), &Patch::Merge(&patch))
@@ -82,7 +82,7 @@ async fn label_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
 }
 
 /// Only objects in namespace `ns` go to the webhook, so that tests running at once do not meet.
-fn only_in(ns: &str) -> LabelSelector {
+pub(crate) fn only_in(ns: &str) -> LabelSelector {
     LabelSelector {
         match_labels: Some([("kubernetes.io/metadata.name".to_owned(), ns.to_owned())].into()),
         ..LabelSelector::default()
@@ -147,7 +147,7 @@ async fn wait_until_validated(api: &Api<ConfigMap>) -> anyhow::Result<String> {
 }
 
 /// Deletes the webhook configurations named after `ns`.
-async fn remove_configurations(client: &Client, ns: &str) {
+pub(crate) async fn remove_configurations(client: &Client, ns: &str) {
     let params = DeleteParams::default();
     let _ = Api::<ValidatingWebhookConfiguration>::all(client.clone())
         .delete(&format!("{ns}-validating-webhook-configuration"), &params)

@@ -2,6 +2,8 @@
 //! assigned, each shard reconciles only its own, no object is reconciled by two shards at once,
 //! and the objects of a shard that stops move to the others.
 
+mod at_creation;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
