@@ -48,8 +48,9 @@ pub(crate) struct State {
     pub(crate) bookmark_interval: std::time::Duration,
     /// Watches write each event's object before its type.
     pub(crate) objects_before_types: bool,
-    /// Changes made while watches are paused, in order, sent when they resume.
-    held: Option<Vec<Event>>,
+    /// While watches are paused, the lines of the changes made since, each with the watch it
+    /// goes to, in order: made at the change, as when not paused, and only sent on resume.
+    held: Option<Vec<(UnboundedSender<Bytes>, Bytes)>>,
     seed: u64,
     /// The last configuration each server-side apply manager applied, by object uid.
     applied: HashMap<String, BTreeMap<String, Value>>,
@@ -204,7 +205,6 @@ impl State {
             selector,
             sender,
             object_first: self.objects_before_types,
-            opened_at: self.revision,
         };
         match from {
             None | Some(0) => {
@@ -244,10 +244,9 @@ impl State {
 
     /// Sends open watches the changes held back since the pause, in order.
     pub(crate) fn resume_watches(&mut self) {
-        for event in self.held.take().unwrap_or_default() {
-            // A watch opened during the pause was sent the changes up to its opening then.
-            self.watchers
-                .retain(|watcher| event.revision <= watcher.opened_at || watcher.deliver(&event));
+        for (watch, line) in self.held.take().unwrap_or_default() {
+            // A watch that closed meanwhile is forgotten at the next change.
+            let _ = watch.send(line);
         }
     }
 
@@ -261,6 +260,9 @@ impl State {
     /// Ends every open watch.
     pub(crate) fn drop_watches(&mut self) {
         self.watchers.clear();
+        if let Some(held) = &mut self.held {
+            held.clear();
+        }
     }
 
     /// Forgets the whole event history: watches from any past resourceVersion get 410 Gone.
@@ -287,7 +289,12 @@ impl State {
             old,
         };
         match &mut self.held {
-            Some(held) => held.push(event.clone()),
+            Some(held) => self.watchers.retain(|watcher| {
+                if let Some(line) = watcher.line_for(&event) {
+                    held.push((watcher.sender.clone(), line));
+                }
+                !watcher.sender.is_closed()
+            }),
             None => self.watchers.retain(|watcher| watcher.deliver(&event)),
         }
         self.history.push_back(event);

@@ -35,8 +35,6 @@ pub(crate) struct Watcher {
     pub(crate) sender: UnboundedSender<Bytes>,
     /// Writes each event's object before its type (a server unlike the real one).
     pub(crate) object_first: bool,
-    /// The revision when it opened: it was sent every change up to it.
-    pub(crate) opened_at: u64,
 }
 
 /// `object` as JSON.
@@ -76,11 +74,19 @@ impl Watcher {
             && self.selector.matches(object)
     }
 
-    /// Sends an event if it concerns this watch, turning selector transitions into ADDED or
-    /// DELETED like the real server; false when the watch is closed.
+    /// Sends an event if it concerns this watch; false when the watch is closed.
     pub(crate) fn deliver(&self, event: &Event) -> bool {
+        match self.line_for(event) {
+            Some(line) => self.sender.send(line).is_ok(),
+            None => !self.sender.is_closed(),
+        }
+    }
+
+    /// The line this watch sends for an event, if it concerns it, turning selector transitions
+    /// into ADDED or DELETED like the real server.
+    pub(crate) fn line_for(&self, event: &Event) -> Option<Bytes> {
         if event.resource != self.resource {
-            return true;
+            return None;
         }
         let now = self.wants(&event.object);
         let before = event.old.as_ref().is_some_and(|old| self.wants(old));
@@ -88,8 +94,8 @@ impl Watcher {
             (EventType::Added, _, true) | (EventType::Modified, false, true) => "ADDED",
             (EventType::Modified, true, true) => "MODIFIED",
             (EventType::Modified, true, false) | (EventType::Deleted, _, true) => "DELETED",
-            _ => return !self.sender.is_closed(),
+            _ => return None,
         };
-        self.sender.send(self.line(kind, &event.text)).is_ok()
+        Some(self.line(kind, &event.text))
     }
 }
