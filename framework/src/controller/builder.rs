@@ -16,7 +16,7 @@ use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
-use crate::sharding::KindSharder;
+use crate::sharding::{KindSharder, drain_label};
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
@@ -307,10 +307,25 @@ impl<K: Cacheable> Controller<K> {
     }
 
     /// The controller as one shard of its ring runs it: objects the sharder drains are handed
-    /// back instead of reconciled.
+    /// back instead of reconciled. A drain label that appears always reaches the queue, whatever
+    /// the controller's predicate (`generation_changed` would drop it, and the object would
+    /// stay on this shard until its spec changes).
     pub(crate) fn into_shard(mut self) -> Self {
         if let Some(ring) = &self.ring {
             self.reconciler = Arc::new(Draining::new(self.reconciler, ring));
+            if let Some(predicate) = self.predicate.take() {
+                let drain = drain_label(ring);
+                let drained = Predicate::new(move |old: &K, new: &K| {
+                    let has = |o: &K| {
+                        o.meta()
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| l.contains_key(&drain))
+                    };
+                    has(new) && !has(old)
+                });
+                self.predicate = Some(predicate.or(drained));
+            }
         }
         self
     }

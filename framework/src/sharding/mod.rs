@@ -15,17 +15,24 @@
 //!   anew. Objects of a shard that is gone move at once.
 //! - Each shard's informers select only objects labelled with its id, so its cache, watches and
 //!   queue hold only its share.
+//! - The sharder also tends the ring's Leases ([`ShardState`]): it labels each with its state,
+//!   takes over the Lease of a shard that stopped renewing it a lease duration ago (the shard
+//!   is then dead), and deletes dead Leases after [`DEAD_LEASE_TTL`]. [`ring_view`] shows the
+//!   ring: each shard's state and how many objects of each kind it holds.
 
 mod assignment;
 mod hash_ring;
 mod key;
 mod labels;
+mod ring_view;
+mod shard_leases;
 mod sharder;
 mod shards;
 
 pub use assignment::{Decision, decide};
 pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
 pub use key::{controller_key, object_key};
-pub use labels::{RING_LABEL, drain_label, shard_label};
+pub use labels::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, drain_label, shard_label};
+pub use ring_view::{RingView, ShardRow, ring_view};
 pub(crate) use sharder::{KindSharder, Sharder};
-pub use shards::Shards;
+pub use shards::{DEAD_LEASE_TTL, ShardState, Shards, lease_state};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ApiResource, Patch, PatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta, Request};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use kube::Client;
 use tokio::task::JoinSet;
 
+use super::shard_leases::tend_shard_leases;
 use super::{
     Decision, HashRing, Shards, controller_key, decide, drain_label, object_key, shard_label,
 };
@@ -40,11 +41,13 @@ pub(crate) struct View {
 type Ring = watch::Receiver<Arc<View>>;
 
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct KindSharder {
     bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
     /// Whether it shards the ring's main kind (by each object's own key).
     main: bool,
+    /// The kind, and whether it is namespaced, for the ring's view.
+    pub(crate) resource: (ApiResource, bool),
 }
 
 impl std::fmt::Debug for KindSharder {
@@ -66,6 +69,7 @@ impl KindSharder {
                 })
             },
             main: true,
+            resource: resource_of::<K>(),
         }
     }
 
@@ -82,8 +86,14 @@ impl KindSharder {
                 bind::<C>(cluster, ring, view, metrics, controller_key)
             },
             main: false,
+            resource: resource_of::<C>(),
         }
     }
+}
+
+/// The API resource of `K` and whether it is namespaced.
+fn resource_of<K: Watchable>() -> (ApiResource, bool) {
+    (ApiResource::erase::<K>(&()), K::NAMESPACED)
 }
 
 /// A kind's sharder, bound to its informer, without its kind.
@@ -98,22 +108,26 @@ pub(crate) struct Sharder {
     leases: SharedInformer<Lease>,
     kinds: Vec<KindSharder>,
     metrics: SharderMetrics,
+    dead_lease_ttl: std::time::Duration,
 }
 
 impl Sharder {
     /// The sharder of `ring` over `kinds`, reading the ring's Leases through `leases` (an
-    /// informer selecting them by [`RING_LABEL`](super::RING_LABEL)).
+    /// informer selecting them by [`RING_LABEL`](super::RING_LABEL)), deleting dead Leases
+    /// `dead_lease_ttl` after their expiry.
     pub(crate) fn new(
         ring: String,
         leases: SharedInformer<Lease>,
         kinds: Vec<KindSharder>,
         metrics: SharderMetrics,
+        dead_lease_ttl: std::time::Duration,
     ) -> Self {
         Self {
             ring,
             leases,
             kinds,
             metrics,
+            dead_lease_ttl,
         }
     }
 
@@ -140,9 +154,16 @@ impl Sharder {
             self.metrics.clone(),
             shutdown.clone(),
         ));
+        let lease_keeper = tokio::spawn(tend_shard_leases(
+            self.leases.clone(),
+            cluster.factory.client().clone(),
+            self.dead_lease_ttl,
+            shutdown.clone(),
+        ));
         let runs = sharders.iter().map(|s| s.run(shutdown.clone()));
         let results = futures::future::join_all(runs).await;
         ring_watch.abort();
+        lease_keeper.abort();
         results.into_iter().collect()
     }
 }

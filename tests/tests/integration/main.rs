@@ -17,6 +17,7 @@ mod rbac;
 mod reconcile_kit;
 mod reliability;
 mod scope;
+mod shard_leases;
 mod sharding;
 mod triggers;
 mod webhook;
