@@ -18,6 +18,7 @@ mod reconcile_kit;
 mod reliability;
 mod scope;
 mod shard_leases;
+mod shard_scaling;
 mod sharding;
 mod triggers;
 mod webhook;
