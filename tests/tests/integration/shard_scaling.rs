@@ -248,6 +248,7 @@ fn check_ring_view(
         "shards: {table}{}",
         String::from_utf8_lossy(&view.stderr)
     );
+    eprintln!("{table}");
     // RING SHARD STATE HOLDER RENEWED CONFIGMAPGENERATORS CONFIGMAPS
     let row = |id: &str| -> Vec<String> {
         table
