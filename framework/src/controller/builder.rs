@@ -348,12 +348,52 @@ impl<K: Cacheable> Controller<K> {
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use super::Controller;
+    use kube::api::ObjectMeta;
+
+    use super::{Controller, Predicate, drain_label};
+    use crate::sharding::shard_label;
     use crate::testing::NoopReconciler as Nothing;
 
     #[test]
     #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
     fn a_concurrency_of_zero_panics_where_it_is_set() {
         let _ = Controller::<ConfigMap>::new(Nothing).concurrency(0);
+    }
+
+    fn config_map(generation: i64, labels: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                generation: Some(generation),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn on_a_shard_a_drain_label_passes_a_predicate_that_would_drop_it() {
+        let controller = Controller::<ConfigMap>::new(Nothing)
+            .predicate(Predicate::generation_changed())
+            .ring("ring")
+            .into_shard();
+        let predicate = controller.predicate.expect("the predicate is kept");
+        let (drain, shard) = (drain_label("ring"), shard_label("ring"));
+        let assigned = config_map(1, &[(&shard, "a")]);
+        let draining = config_map(1, &[(&shard, "a"), (&drain, "true")]);
+        assert!(
+            predicate.test(&assigned, &draining),
+            "the drain label appeared"
+        );
+        // Other label changes are still dropped, and spec changes still pass.
+        let relabelled = config_map(1, &[(&shard, "a"), ("other", "x")]);
+        assert!(!predicate.test(&assigned, &relabelled));
+        assert!(!predicate.test(&draining, &draining));
+        assert!(predicate.test(&assigned, &config_map(2, &[(&shard, "a")])));
     }
 }
