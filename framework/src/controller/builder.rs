@@ -16,7 +16,7 @@ use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
-use crate::sharding::{KindSharder, OwnedLabels};
+use crate::sharding::{KindSharder, OwnedLabels, drain_label};
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
@@ -311,12 +311,28 @@ impl<K: Cacheable> Controller<K> {
 
     /// The controller as one shard of its ring runs it: objects the sharder drains are handed
     /// back instead of reconciled, and the owned objects it applies carry their owner's shard.
+    /// A drain label that appears always reaches the queue, whatever the controller's predicate
+    /// (`generation_changed` would drop it, and the object would stay on this shard until its
+    /// spec changes).
     pub(crate) fn into_shard(mut self) -> Self {
         if let Some(ring) = &self.ring {
             self.reconciler = Arc::new(Draining::new(self.reconciler, ring));
             let owned = self.kinds.iter().filter(|k| !k.is_main());
             let owned = OwnedLabels::new(ring, owned.map(KindSharder::group_kind));
             self.owned_labels = Some(Arc::new(owned));
+            if let Some(predicate) = self.predicate.take() {
+                let drain = drain_label(ring);
+                let drained = Predicate::new(move |old: &K, new: &K| {
+                    let has = |o: &K| {
+                        o.meta()
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| l.contains_key(&drain))
+                    };
+                    has(new) && !has(old)
+                });
+                self.predicate = Some(predicate.or(drained));
+            }
         }
         self
     }
@@ -339,12 +355,52 @@ impl<K: Cacheable> Controller<K> {
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use super::Controller;
+    use kube::api::ObjectMeta;
+
+    use super::{Controller, Predicate, drain_label};
+    use crate::sharding::shard_label;
     use crate::testing::NoopReconciler as Nothing;
 
     #[test]
     #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
     fn a_concurrency_of_zero_panics_where_it_is_set() {
         let _ = Controller::<ConfigMap>::new(Nothing).concurrency(0);
+    }
+
+    fn config_map(generation: i64, labels: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                generation: Some(generation),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn on_a_shard_a_drain_label_passes_a_predicate_that_would_drop_it() {
+        let controller = Controller::<ConfigMap>::new(Nothing)
+            .predicate(Predicate::generation_changed())
+            .ring("ring")
+            .into_shard();
+        let predicate = controller.predicate.expect("the predicate is kept");
+        let (drain, shard) = (drain_label("ring"), shard_label("ring"));
+        let assigned = config_map(1, &[(&shard, "a")]);
+        let draining = config_map(1, &[(&shard, "a"), (&drain, "true")]);
+        assert!(
+            predicate.test(&assigned, &draining),
+            "the drain label appeared"
+        );
+        // Other label changes are still dropped, and spec changes still pass.
+        let relabelled = config_map(1, &[(&shard, "a"), ("other", "x")]);
+        assert!(!predicate.test(&assigned, &relabelled));
+        assert!(!predicate.test(&draining, &draining));
+        assert!(predicate.test(&assigned, &config_map(2, &[(&shard, "a")])));
     }
 }

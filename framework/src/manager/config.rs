@@ -85,6 +85,7 @@ pub struct Shard {
     pub(crate) id: String,
     pub(crate) namespace: Option<String>,
     pub(crate) lease: leader::Config,
+    pub(crate) dead_lease_ttl: Duration,
 }
 
 impl Shard {
@@ -97,6 +98,7 @@ impl Shard {
             id: id.into(),
             namespace: None,
             lease: leader::Config::default(),
+            dead_lease_ttl: crate::sharding::DEAD_LEASE_TTL,
         }
     }
 
@@ -112,6 +114,15 @@ impl Shard {
     #[must_use]
     pub fn lease(mut self, config: leader::Config) -> Self {
         self.lease = config;
+        self
+    }
+
+    /// How long the Lease of a dead shard (released, or taken over by the sharder) stays after
+    /// its expiry before the sharder, on the leader, deletes it (default
+    /// [`DEAD_LEASE_TTL`](crate::sharding::DEAD_LEASE_TTL), a minute).
+    #[must_use]
+    pub fn dead_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.dead_lease_ttl = ttl;
         self
     }
 }

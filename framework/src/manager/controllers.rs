@@ -27,6 +27,12 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         );
         let mut controller = self;
         manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
+        if controller.can_shard() {
+            manager.record_ring(
+                controller.ring.as_deref().unwrap_or(&name),
+                &controller.kinds,
+            );
+        }
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }

@@ -151,7 +151,8 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_WEBHOOK_URL", value_name = "URL")]
     pub webhook_url: Option<String>,
 
-    /// `crd` or `manifests`: print or write the operator's manifests instead of running it.
+    /// `crd` or `manifests`: print or write the operator's manifests instead of running it;
+    /// `shards`: print its controller rings.
     #[command(subcommand)]
     pub command: Option<super::Command>,
 }
@@ -287,7 +288,7 @@ impl Flags {
     pub(crate) fn checked_config(&self) -> Result<Config, Error> {
         let config = self.config()?;
         // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
-        if self.command.is_none() {
+        if matches!(self.command, None | Some(super::Command::Shards { .. })) {
             super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())?;
         }
         Ok(config)

@@ -34,6 +34,13 @@ pub enum Command {
         /// for `_`]
         chart: Option<PathBuf>,
     },
+    /// Print each shard of a controller ring (`--leader-election-namespace` holds their
+    /// Leases): its state (ready, expired, uncertain, dead, orphaned), Lease holder, last
+    /// renewal, and how many objects of each of the ring's kinds it holds; then exit.
+    Shards {
+        /// The ring [default: every ring of the operator's controllers]
+        ring: Option<String>,
+    },
 }
 
 /// What the manager keeps of an added controller while a [`Command`] waits for [`Manager::run`].
@@ -62,7 +69,7 @@ impl Manager {
     }
 
     /// Carries out `command` for the controllers added so far.
-    pub(super) fn run_command(&self, command: &Command) -> Result<()> {
+    pub(super) async fn run_command(&self, command: &Command) -> Result<()> {
         let recorded = std::mem::take(&mut *self.manifests.lock());
         match command {
             Command::Crd => {
@@ -76,6 +83,7 @@ impl Manager {
                 let webhooks = self.webhooks_yaml()?;
                 write_chart(&chart, &program(), &recorded, webhooks)
             }
+            Command::Shards { ring } => self.print_rings(ring.as_deref()).await,
         }
     }
 }

@@ -23,6 +23,7 @@ mod http;
 mod logging;
 mod manifests;
 mod namespaces;
+mod ring;
 mod run;
 mod runnable;
 mod secure_metrics;
@@ -103,7 +104,16 @@ pub enum Error {
         /// The Lease's name.
         lease: String,
     },
-    /// The `crd` or `manifests` [`Command`] could not make, print or write the manifests.
+    /// The `shards` [`Command`] could not read a ring's Leases or objects.
+    #[error("reading the shards of ring {ring}")]
+    RingView {
+        /// The ring.
+        ring: String,
+        /// The cause.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A [`Command`] could not make, print or write the manifests (or the rings).
     #[error("{action}")]
     Manifests {
         /// What was being done, or what is missing.
@@ -175,6 +185,10 @@ pub struct Manager {
     informer_factories: crate::metrics::Factories,
     /// A shard's factory, Lease and sharders, from its first controller until it runs.
     sharding: Mutex<Option<sharding::Sharding>>,
+    /// The controller rings, while the `shards` command waits for [`Self::run`].
+    rings: Mutex<Vec<ring::RecordedRing>>,
+    /// Where the `shards` command reads shard Leases (`--leader-election-namespace`).
+    lease_namespace: Option<String>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -234,6 +248,8 @@ impl Manager {
             conversions: Mutex::default(),
             informer_factories,
             sharding: Mutex::default(),
+            rings: Mutex::default(),
+            lease_namespace: None,
         }
     }
 
@@ -285,14 +301,23 @@ impl Manager {
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
-        if let Some(command) = &flags.command {
+        if let Some(command) = flags
+            .command
+            .as_ref()
+            .filter(|c| !matches!(c, Command::Shards { .. }))
+        {
             let mut manager = Self::new(manifests::offline_client(), config);
             manager.command = Some(command.clone());
             return Ok(manager);
         }
         let client_config =
             client::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
-        Self::with_client_config(client_config, config)
+        let mut manager = Self::with_client_config(client_config, config)?;
+        manager.command.clone_from(&flags.command);
+        manager
+            .lease_namespace
+            .clone_from(&flags.leader_election_namespace);
+        Ok(manager)
     }
 
     /// The Kubernetes client every controller of this manager shares.

@@ -126,7 +126,7 @@ impl Manager {
     /// command, [`Error::Manifests`].
     pub async fn run(self) -> Result<()> {
         if let Some(command) = &self.command {
-            return self.run_command(command);
+            return self.run_command(command).await;
         }
         self.check_cache()?;
         let sharding = self.take_sharding()?;

@@ -160,6 +160,7 @@ impl Manager {
                 .cache(self.config().cache_scope().clone())
                 .metrics(self.metrics().clone()),
             metrics: self.metrics().sharder(&shard.ring),
+            dead_lease_ttl: shard.dead_lease_ttl,
         };
         let lease = ShardLease {
             name: format!("shard-lease {}/{}", shard.ring, shard.id),
@@ -273,6 +274,7 @@ struct ShardAssigner {
     kinds: Vec<KindSharder>,
     cluster: Cluster,
     metrics: SharderMetrics,
+    dead_lease_ttl: std::time::Duration,
 }
 
 impl Runnable for ShardAssigner {
@@ -287,6 +289,7 @@ impl Runnable for ShardAssigner {
             kinds: self.kinds.clone(),
             cluster: self.cluster.clone(),
             metrics: self.metrics.clone(),
+            dead_lease_ttl: self.dead_lease_ttl,
         }))
     }
 
@@ -295,7 +298,13 @@ impl Runnable for ShardAssigner {
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin(async move {
-            let sharder = Sharder::new(self.ring, self.leases, self.kinds, self.metrics);
+            let sharder = Sharder::new(
+                self.ring,
+                self.leases,
+                self.kinds,
+                self.metrics,
+                self.dead_lease_ttl,
+            );
             Ok(sharder.run(&self.cluster, shutdown).await?)
         })
     }

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::core::PartialObjectMeta;
 use kube::core::admission::AdmissionRequest;
 
-use super::ring_view::Ring;
+use super::ring_watch::Ring;
 use super::sharder::KeyOf;
 use super::{Decision, decide, drain_label, shard_label};
 use crate::informer::Watchable;
@@ -100,7 +100,7 @@ mod tests {
     use serde_json::{Value, json};
     use tokio::sync::watch;
 
-    use super::super::ring_view::View;
+    use super::super::ring_watch::View;
     use super::super::{HashRing, controller_key, object_key};
     use super::*;
 

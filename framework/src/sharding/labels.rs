@@ -21,3 +21,11 @@ pub fn shard_label(ring: &str) -> String {
 pub fn drain_label(ring: &str) -> String {
     format!("{DRAIN_PREFIX}{ring}")
 }
+
+/// On every shard Lease the sharder has looked at: the shard's state
+/// ([`ShardState`](super::ShardState)), for `kubectl get leases -L ...`.
+pub const STATE_LABEL: &str = "alpha.sharding.timebertt.dev/state";
+
+/// The holder the sharder writes into the Lease of a shard it declares dead, as
+/// kubernetes-controller-sharding's sharder does.
+pub const SHARDER_IDENTITY: &str = "shardlease-controller";

@@ -20,6 +20,10 @@
 //!   (see the `admission` module), and a shard labels the objects it applies for an owner with
 //!   the owner's shard ([`Context::apply`](crate::controller::Context::apply)): new objects do
 //!   not wait for the sharder.
+//! - The sharder also tends the ring's Leases ([`ShardState`]): it labels each with its state,
+//!   takes over the Lease of a shard that stopped renewing it a lease duration ago (the shard
+//!   is then dead), and deletes dead Leases after [`DEAD_LEASE_TTL`]. [`ring_view`] shows the
+//!   ring: each shard's state and how many objects of each kind it holds.
 
 mod admission;
 mod assignment;
@@ -28,14 +32,17 @@ mod key;
 mod labels;
 mod owned_labels;
 mod ring_view;
+mod ring_watch;
+mod shard_leases;
 mod sharder;
 mod shards;
 
 pub use assignment::{Decision, decide};
 pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
 pub use key::{controller_key, object_key};
-pub use labels::{RING_LABEL, drain_label, shard_label};
+pub use labels::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, drain_label, shard_label};
 pub(crate) use owned_labels::OwnedLabels;
-pub(crate) use ring_view::{View, watch_ring};
+pub use ring_view::{RingView, ShardRow, ring_view};
+pub(crate) use ring_watch::{View, watch_ring};
 pub(crate) use sharder::{KindSharder, Sharder};
-pub use shards::Shards;
+pub use shards::{DEAD_LEASE_TTL, ShardState, Shards, lease_state};

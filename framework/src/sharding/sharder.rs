@@ -11,13 +11,14 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ApiResource, Patch, PatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta, Request};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::ring_view::{Ring, View, watch_ring};
+use super::ring_watch::{Ring, View, watch_ring};
+use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
 use crate::cache::ObjectKey;
 use crate::controller::Cluster;
@@ -30,7 +31,7 @@ use crate::webhook::Admission;
 pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct KindSharder {
     bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
     /// The kind's assignment webhook in a ring, reading the ring's view.
@@ -39,6 +40,8 @@ pub(crate) struct KindSharder {
     group_kind: fn() -> String,
     /// Whether it shards the ring's main kind (by each object's own key).
     main: bool,
+    /// The kind, and whether it is namespaced, for the ring's view.
+    pub(crate) resource: (ApiResource, bool),
 }
 
 impl std::fmt::Debug for KindSharder {
@@ -57,6 +60,7 @@ impl KindSharder {
             admission: |ring, view| super::admission::admission::<K>(ring, view, own_key::<K>),
             group_kind: group_kind::<K>,
             main: true,
+            resource: resource_of::<K>(),
         }
     }
 
@@ -75,6 +79,7 @@ impl KindSharder {
             admission: |ring, view| super::admission::admission::<C>(ring, view, controller_key),
             group_kind: group_kind::<C>,
             main: false,
+            resource: resource_of::<C>(),
         }
     }
 
@@ -103,6 +108,11 @@ fn group_kind<K: Watchable>() -> String {
     format!("{}/{}", K::group(&()), K::kind(&()))
 }
 
+/// The API resource of `K` and whether it is namespaced.
+fn resource_of<K: Watchable>() -> (ApiResource, bool) {
+    (ApiResource::erase::<K>(&()), K::NAMESPACED)
+}
+
 /// A kind's sharder, bound to its informer, without its kind.
 pub(crate) trait SharderRun: Send + Sync {
     /// Assigns objects until `shutdown` is cancelled.
@@ -115,22 +125,26 @@ pub(crate) struct Sharder {
     leases: SharedInformer<Lease>,
     kinds: Vec<KindSharder>,
     metrics: SharderMetrics,
+    dead_lease_ttl: std::time::Duration,
 }
 
 impl Sharder {
     /// The sharder of `ring` over `kinds`, reading the ring's Leases through `leases` (an
-    /// informer selecting them by [`RING_LABEL`](super::RING_LABEL)).
+    /// informer selecting them by [`RING_LABEL`](super::RING_LABEL)), deleting dead Leases
+    /// `dead_lease_ttl` after their expiry.
     pub(crate) fn new(
         ring: String,
         leases: SharedInformer<Lease>,
         kinds: Vec<KindSharder>,
         metrics: SharderMetrics,
+        dead_lease_ttl: std::time::Duration,
     ) -> Self {
         Self {
             ring,
             leases,
             kinds,
             metrics,
+            dead_lease_ttl,
         }
     }
 
@@ -157,9 +171,16 @@ impl Sharder {
             Some(self.metrics.clone()),
             shutdown.clone(),
         ));
+        let lease_keeper = tokio::spawn(tend_shard_leases(
+            self.leases.clone(),
+            cluster.factory.client().clone(),
+            self.dead_lease_ttl,
+            shutdown.clone(),
+        ));
         let runs = sharders.iter().map(|s| s.run(shutdown.clone()));
         let results = futures::future::join_all(runs).await;
         ring_watch.abort();
+        lease_keeper.abort();
         results.into_iter().collect()
     }
 }

@@ -1,4 +1,4 @@
-//! Tells which shards of a ring are available from their Leases, and until when.
+//! Tells each shard's state from its Lease, and which shards are available until when.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,14 +18,14 @@ pub struct Shards {
 impl Shards {
     /// The shards of `leases` (a ring's Leases) at `now_micros` (Unix time in microseconds).
     ///
-    /// A shard is available while its Lease's holder is the shard itself and its last renewal
-    /// (or acquisition) plus its duration lies in the future: a shard that released its Lease,
-    /// whose Lease another holder took, or that stopped renewing is not.
+    /// A shard is available while its Lease is [`ShardState::Ready`]: a shard that released its
+    /// Lease, whose Lease another holder took, or that stopped renewing is not.
     #[must_use]
     pub fn of<'a>(leases: impl IntoIterator<Item = &'a Lease>, now_micros: i64) -> Self {
         let mut shards = Self::default();
         for lease in leases {
-            let Some(left) = time_left(lease, now_micros) else {
+            let (ShardState::Ready, Some(left)) = lease_state(lease, now_micros, DEAD_LEASE_TTL)
+            else {
                 continue;
             };
             let Some(name) = lease.metadata.name.clone() else {
@@ -38,20 +38,103 @@ impl Shards {
     }
 }
 
-/// How long `lease` stays fresh after `now_micros`, if it is held by its own name and fresh.
-fn time_left(lease: &Lease, now_micros: i64) -> Option<Duration> {
-    let spec = lease.spec.as_ref()?;
-    let name = lease.metadata.name.as_deref()?;
-    if spec.holder_identity.as_deref() != Some(name) {
-        return None;
+/// How long a dead shard's Lease stays before the sharder deletes it, by default: a minute,
+/// as kubernetes-controller-sharding's sharder keeps it.
+pub const DEAD_LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// The lease duration assumed for a Lease that does not state one, as the Go sharder assumes.
+const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
+
+/// A shard's state, read from its Lease; the names are kubernetes-controller-sharding's, whose
+/// sharder writes them to the Lease's [`STATE_LABEL`](super::STATE_LABEL) as kubeward's does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ShardState {
+    /// Held by the shard itself and renewed within its lease duration: the shard gets objects.
+    Ready,
+    /// Held by the shard, but not renewed within its lease duration. A kubeward shard stops
+    /// reconciling before its Lease expires (its renew deadline is shorter), so its objects
+    /// move at once, where the Go sharder waits until the shard is dead.
+    Expired,
+    /// Expired for more than a lease duration: the sharder takes the Lease over, which makes
+    /// the shard dead.
+    Uncertain,
+    /// Released by the shard on shutdown, or taken over by the sharder.
+    Dead,
+    /// Dead and past its expiry by [`DEAD_LEASE_TTL`] (or the configured TTL): the sharder
+    /// deletes the Lease.
+    Orphaned,
+}
+
+impl ShardState {
+    /// The state's name, as the state label and `kubectl` show it (`ready`, `expired`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Expired => "expired",
+            Self::Uncertain => "uncertain",
+            Self::Dead => "dead",
+            Self::Orphaned => "orphaned",
+        }
     }
-    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?;
-    let duration = i64::from(spec.lease_duration_seconds.filter(|s| *s > 0)?);
-    let expires = renewed.0.as_microsecond() + duration * 1_000_000;
-    let left = u64::try_from(expires - now_micros)
-        .ok()
-        .filter(|l| *l > 0)?;
-    Some(Duration::from_micros(left))
+}
+
+impl std::fmt::Display for ShardState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The state of the shard whose Lease is `lease` at `now_micros` (Unix time in microseconds),
+/// with a dead Lease kept for `dead_ttl` after its expiry, and how long the state lasts unless
+/// the Lease changes (`None`: until it changes).
+///
+/// The Lease expires its lease duration after its last renewal (or acquisition); one without
+/// either, or without a duration, counts as expiring now with a 15 s duration, as the Go
+/// sharder counts it.
+#[must_use]
+pub fn lease_state(
+    lease: &Lease,
+    now_micros: i64,
+    dead_ttl: Duration,
+) -> (ShardState, Option<Duration>) {
+    let spec = lease.spec.as_ref();
+    let renewed = spec.and_then(|s| s.renew_time.as_ref().or(s.acquire_time.as_ref()));
+    let seconds = spec
+        .and_then(|s| s.lease_duration_seconds)
+        .filter(|s| *s > 0);
+    let (expires, duration) = match (renewed, seconds) {
+        (Some(renewed), Some(seconds)) => {
+            let duration = Duration::from_secs(u64::from(seconds.unsigned_abs()));
+            (renewed.0.as_microsecond() + micros(duration), duration)
+        }
+        _ => (now_micros, DEFAULT_LEASE_DURATION),
+    };
+    let to_expired = expires - now_micros;
+    let left = |micros: i64| {
+        u64::try_from(micros)
+            .ok()
+            .filter(|m| *m > 0)
+            .map(Duration::from_micros)
+    };
+    let holder = spec.and_then(|s| s.holder_identity.as_deref());
+    if holder.is_none_or(|h| h.is_empty() || Some(h) != lease.metadata.name.as_deref()) {
+        return match left(to_expired + micros(dead_ttl)) {
+            Some(until) => (ShardState::Dead, Some(until)),
+            None => (ShardState::Orphaned, None),
+        };
+    }
+    if let Some(until) = left(to_expired) {
+        return (ShardState::Ready, Some(until));
+    }
+    match left(to_expired + micros(duration)) {
+        Some(until) => (ShardState::Expired, Some(until)),
+        None => (ShardState::Uncertain, None),
+    }
+}
+
+fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
@@ -97,6 +180,51 @@ mod tests {
             ["fresh", "older"]
         );
         assert_eq!(shards.next_expiry, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_lease_goes_ready_expired_uncertain_and_once_taken_over_dead_then_orphaned() {
+        let ttl = Duration::from_secs(60);
+        let state = |lease: &Lease| lease_state(lease, NOW, ttl);
+        let secs = Duration::from_secs;
+        assert_eq!(
+            state(&lease("a", Some("a"), 3, 15)),
+            (ShardState::Ready, Some(secs(12)))
+        );
+        assert_eq!(
+            state(&lease("a", Some("a"), 20, 15)),
+            (ShardState::Expired, Some(secs(10)))
+        );
+        assert_eq!(
+            state(&lease("a", Some("a"), 30, 15)),
+            (ShardState::Uncertain, None)
+        );
+        // Taken over by the sharder, or released: dead until a TTL past its expiry.
+        assert_eq!(
+            state(&lease("a", Some("shardlease-controller"), 0, 30)),
+            (ShardState::Dead, Some(secs(90)))
+        );
+        assert_eq!(
+            state(&lease("a", Some(""), 1, 1)),
+            (ShardState::Dead, Some(secs(60)))
+        );
+        assert_eq!(
+            state(&lease("a", None, 100, 30)),
+            (ShardState::Orphaned, None)
+        );
+    }
+
+    #[test]
+    fn a_lease_without_times_counts_as_expiring_now() {
+        let mut bare = lease("a", Some("a"), 0, 15);
+        if let Some(spec) = bare.spec.as_mut() {
+            spec.renew_time = None;
+        }
+        assert_eq!(
+            lease_state(&bare, NOW, DEAD_LEASE_TTL),
+            (ShardState::Expired, Some(Duration::from_secs(15)))
+        );
+        assert_eq!(ShardState::Uncertain.to_string(), "uncertain");
     }
 
     #[test]

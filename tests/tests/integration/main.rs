@@ -17,6 +17,8 @@ mod rbac;
 mod reconcile_kit;
 mod reliability;
 mod scope;
+mod shard_leases;
+mod shard_scaling;
 mod sharding;
 mod triggers;
 mod webhook;
