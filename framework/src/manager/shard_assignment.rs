@@ -27,12 +27,13 @@ impl Manager {
         }
         let (tx, rx) = watch::channel(Arc::new(View::default()));
         let namespaces = namespace_selector(self.config().cache_scope().watched_namespaces());
+        let metrics = self.metrics().sharder(ring);
         let mut seen = BTreeSet::new();
         // A ring's main kind first: an object of it is keyed by its own name.
         let (main, owned): (Vec<&KindSharder>, Vec<_>) = kinds.iter().partition(|k| k.is_main());
         for kind in main.into_iter().chain(owned) {
             if seen.insert(kind.group_kind()) {
-                let webhook = kind.admission(ring, rx.clone());
+                let webhook = kind.admission(ring, rx.clone(), metrics.clone());
                 self.add_webhook(webhook.namespace_selector(namespaces.clone()));
             }
         }

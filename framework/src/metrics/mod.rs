@@ -284,6 +284,7 @@ mod tests {
         let sharder = metrics.sharder("demo");
         sharder.set_shards(1);
         sharder.assigned("shard-0");
+        sharder.assigned_by_webhook("shard-0");
         sharder.drained("demo/a");
         sharder.handed_over("demo/a");
         metrics.set_leader("demo", true);

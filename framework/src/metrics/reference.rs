@@ -189,8 +189,8 @@ pub const REFERENCE: &[Family] = &[
     Family {
         name: "kubeward_sharder_assignments_total",
         kind: Kind::Counter,
-        labels: &["ring", "shard"],
-        help: "Objects the sharder assigned to a shard (new, moved after a drain, or taken from a shard that is gone).",
+        labels: &["ring", "shard", "by"],
+        help: "Objects assigned to a shard, `by` the `sharder` (new, moved after a drain, or taken from a shard that is gone) or the assignment `webhook` (as they were created or handed back).",
     },
     Family {
         name: "kubeward_sharder_drains_total",

@@ -38,10 +38,17 @@ impl SharderMetrics {
         self.shards.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
-    /// An object was assigned to `shard`.
+    /// The sharder assigned an object to `shard`.
     pub(crate) fn assigned(&self, shard: &str) {
         self.assignments
-            .with_label_values(&[self.ring.as_str(), shard])
+            .with_label_values(&[self.ring.as_str(), shard, "sharder"])
+            .inc();
+    }
+
+    /// The assignment webhook assigned an object to `shard` as it was created (or handed back).
+    pub(crate) fn assigned_by_webhook(&self, shard: &str) {
+        self.assignments
+            .with_label_values(&[self.ring.as_str(), shard, "webhook"])
             .inc();
     }
 

@@ -18,6 +18,7 @@ use super::ring_watch::Ring;
 use super::sharder::KeyOf;
 use super::{Decision, decide, drain_label, shard_label};
 use crate::informer::Watchable;
+use crate::metrics::SharderMetrics;
 use crate::webhook::{Admissible, Admission, Defaulter, FailurePolicy, Verdict};
 
 /// How long the API server waits for the webhook: short, as an object it could not label is
@@ -25,14 +26,21 @@ use crate::webhook::{Admissible, Admission, Defaulter, FailurePolicy, Verdict};
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The assignment webhook for objects of `K` in `ring`, keyed by `key_of`, at
-/// `/shard-RING-GROUP-VERSION-KIND` (kubebuilder's path with the verb `shard-RING`).
-pub(crate) fn admission<K: Watchable>(ring: &str, view: Ring, key_of: KeyOf) -> Admission {
+/// `/shard-RING-GROUP-VERSION-KIND` (kubebuilder's path with the verb `shard-RING`); each
+/// assignment counts in `kubeward_sharder_assignments_total{by="webhook"}`.
+pub(crate) fn admission<K: Watchable>(
+    ring: &str,
+    view: Ring,
+    metrics: SharderMetrics,
+    key_of: KeyOf,
+) -> Admission {
     let label = shard_label(ring);
     let assign = Assign {
         shard_label: label.clone(),
         drain_label: drain_label(ring),
         view,
         key_of,
+        metrics,
     };
     let group = K::group(&()).replace('.', "-");
     let (version, kind) = (K::version(&()), K::kind(&()).to_ascii_lowercase());
@@ -57,6 +65,7 @@ struct Assign {
     drain_label: String,
     view: Ring,
     key_of: KeyOf,
+    metrics: SharderMetrics,
 }
 
 impl<K: Admissible> Defaulter<K> for Assign {
@@ -86,6 +95,7 @@ impl<K: Admissible> Defaulter<K> for Assign {
             .labels
             .get_or_insert_with(Default::default);
         labels.remove(&self.drain_label);
+        self.metrics.assigned_by_webhook(&shard);
         labels.insert(self.shard_label.clone(), shard);
         Verdict::allow()
     }
@@ -110,6 +120,12 @@ mod tests {
             ring: HashRing::new(shards.iter().copied()),
         }));
         rx
+    }
+
+    fn metrics() -> SharderMetrics {
+        crate::metrics::Metrics::new(&prometheus::Registry::new())
+            .unwrap()
+            .sharder("gen")
     }
 
     fn own(meta: &kube::core::ObjectMeta) -> Option<String> {
@@ -146,7 +162,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_object_gets_the_shard_the_ring_gives_its_key_and_nothing_else_changes() {
-        let webhook = admission::<ConfigMap>("gen", view(&["a", "b", "c"]), own);
+        let webhook = admission::<ConfigMap>("gen", view(&["a", "b", "c"]), metrics(), own);
         assert_eq!(webhook.path(), "/shard-gen--v1-configmap");
         // No namespace in the object: the request's is part of the key.
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -164,7 +180,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_owned_object_goes_with_its_controller_owner_and_a_labelled_one_is_left_alone() {
-        let webhook = admission::<ConfigMap>("gen", view(&["a", "b", "c"]), controller_key);
+        let webhook =
+            admission::<ConfigMap>("gen", view(&["a", "b", "c"]), metrics(), controller_key);
         let owned = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm",
             "ownerReferences": [{"apiVersion": "kubeward.dev/v1", "kind": "Gen", "name": "g",
                 "uid": "x", "controller": true}]}});
@@ -184,17 +201,17 @@ mod tests {
     #[tokio::test]
     async fn with_no_shard_or_no_key_the_object_is_admitted_as_it_is() {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}});
-        let none = admission::<ConfigMap>("gen", view(&[]), own);
+        let none = admission::<ConfigMap>("gen", view(&[]), metrics(), own);
         assert_eq!(admit(&none, object.clone()).await, object);
         let generated = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"generateName": "cm-"}});
-        let some = admission::<ConfigMap>("gen", view(&["a"]), own);
+        let some = admission::<ConfigMap>("gen", view(&["a"]), metrics(), own);
         assert_eq!(admit(&some, generated.clone()).await, generated);
     }
 
     #[tokio::test]
     async fn a_malformed_review_is_refused_with_the_reason() {
-        let webhook = admission::<ConfigMap>("gen", view(&["a"]), own);
+        let webhook = admission::<ConfigMap>("gen", view(&["a"]), metrics(), own);
         let answer = (webhook.route.handler)(b"{\"request\": 7}".to_vec().into()).await;
         assert_eq!(answer.status(), http::StatusCode::BAD_REQUEST);
         let review: Value = serde_json::from_slice(answer.body()).unwrap();

@@ -35,7 +35,7 @@ pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 pub(crate) struct KindSharder {
     bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
     /// The kind's assignment webhook in a ring, reading the ring's view.
-    admission: fn(&str, Ring) -> Admission,
+    admission: fn(&str, Ring, SharderMetrics) -> Admission,
     /// The kind's `group/Kind`.
     group_kind: fn() -> String,
     /// Whether it shards the ring's main kind (by each object's own key).
@@ -57,7 +57,9 @@ impl KindSharder {
             bind: |cluster, ring, view, metrics| {
                 bind::<K>(cluster, ring, view, metrics, own_key::<K>)
             },
-            admission: |ring, view| super::admission::admission::<K>(ring, view, own_key::<K>),
+            admission: |ring, view, metrics| {
+                super::admission::admission::<K>(ring, view, metrics, own_key::<K>)
+            },
             group_kind: group_kind::<K>,
             main: true,
             resource: resource_of::<K>(),
@@ -76,7 +78,9 @@ impl KindSharder {
             bind: |cluster, ring, view, metrics| {
                 bind::<C>(cluster, ring, view, metrics, controller_key)
             },
-            admission: |ring, view| super::admission::admission::<C>(ring, view, controller_key),
+            admission: |ring, view, metrics| {
+                super::admission::admission::<C>(ring, view, metrics, controller_key)
+            },
             group_kind: group_kind::<C>,
             main: false,
             resource: resource_of::<C>(),
@@ -84,9 +88,9 @@ impl KindSharder {
     }
 
     /// The webhook that assigns objects of this kind to a shard of `ring` as they are created,
-    /// from the available shards in `view`.
-    pub(crate) fn admission(&self, ring: &str, view: Ring) -> Admission {
-        (self.admission)(ring, view)
+    /// from the available shards in `view`, counted in `metrics`.
+    pub(crate) fn admission(&self, ring: &str, view: Ring, metrics: SharderMetrics) -> Admission {
+        (self.admission)(ring, view, metrics)
     }
 
     /// The kind's `group/Kind` (empty group for the core group).

@@ -23,6 +23,7 @@ use kubeward::manager::{Config, LeaderElection, Manager, Shard};
 use kubeward::sharding::{HashRing, RING_LABEL, Shards, object_key, shard_label};
 use kubeward::testing::{ControlPlane, free_addr, wait_for};
 use kubeward::webhook::{self, Admission, Defaulter, Verdict};
+use kubeward_tests::metric_sum;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -169,8 +170,18 @@ async fn a_new_object_carries_the_shard_the_ring_gives_it_in_its_create_response
     label_namespace(&cp.client(), &ns).await?;
     let port = free_addr()?.port();
     // Shard a serves the webhooks; shard b has none, but holds its share of the ring.
+    let serving = config_map_shard(cp, &ns, "shard-a", port);
+    let registry = serving.registry().clone();
+    let by_webhook = || {
+        metric_sum(
+            &registry,
+            "kubeward_sharder_assignments_total",
+            ("by", "webhook"),
+            |m| m.get_counter().get_value(),
+        )
+    };
     let replicas = [
-        Replica::start(config_map_shard(cp, &ns, "shard-a", port)),
+        Replica::start(serving),
         Replica::start(config_map_shard(cp, &ns, "shard-b", 0)),
     ];
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
@@ -200,6 +211,7 @@ async fn a_new_object_carries_the_shard_the_ring_gives_it_in_its_create_response
     )
     .await?;
 
+    let before = by_webhook();
     let mut shares = BTreeSet::new();
     for i in 0..20 {
         let name = format!("cm-{i}");
@@ -210,6 +222,12 @@ async fn a_new_object_carries_the_shard_the_ring_gives_it_in_its_create_response
         shares.extend(shard);
     }
     assert_eq!(shares.len(), 2, "20 objects all went to {shares:?}");
+    // Shard a's webhook assigned each of them (the sharder counts `by="sharder"`).
+    assert!(
+        (by_webhook() - before - 20.0).abs() < 0.5,
+        "{} webhook assignments counted for 20 creates",
+        by_webhook() - before
+    );
     assert_eq!(
         available(&client, &ns, RING).await?.len(),
         2,
