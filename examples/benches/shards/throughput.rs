@@ -1,0 +1,177 @@
+//! Reconciles per second of a CPU-bound reconciler ([`crate::burn`]) with 1 and 2 shards.
+
+use std::time::Duration;
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use kubeward::testing::{ControlPlane, wait_for};
+use tokio::time::Instant;
+
+use crate::burn::{self, CHILD, RING};
+use crate::process::{Process, Spawn, sum};
+use crate::{namespace, quick};
+
+/// ConfigMaps reconciled over and over: 200, or 20 with `KUBEWARD_BENCH_QUICK=1`.
+fn objects() -> usize {
+    if quick() { 20 } else { 200 }
+}
+
+/// How long reconciles are counted.
+fn window() -> Duration {
+    Duration::from_secs(if quick() { 2 } else { 20 })
+}
+
+/// Reconciles and CPU time of one run.
+struct Rate {
+    per_second: f64,
+    per_shard: Vec<f64>,
+    cores: f64,
+}
+
+pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
+    let (system, apps) = ("burn-system", "burn-apps");
+    namespace(cp, system).await?;
+    namespace(cp, apps).await?;
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), apps);
+    futures::stream::iter(0..objects())
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let cm = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(format!("burn-{i}")),
+                        ..ObjectMeta::default()
+                    },
+                    ..ConfigMap::default()
+                };
+                api.create(&PostParams::default(), &cm).await.map(drop)
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<()>()
+        .await?;
+    let logs = tempfile::tempdir()?;
+    let one = rate(cp, (system, apps), 1, logs.path()).await?;
+    let two = rate(cp, (system, apps), 2, logs.path()).await?;
+    println!("### CPU-bound reconcile throughput");
+    println!();
+    println!(
+        "A reconciler that burns {:.2} ms of one core per object (measured in this process) and requeues it 1 ms later, over {} ConfigMaps; shards are separate processes (`--shard-ring {RING}`, leader election on, one reconcile at a time each), reconciles counted over {} s from `controller_runtime_reconcile_total`; CPU from `/proc/<pid>/stat`.",
+        calibrate() * 1e3,
+        objects(),
+        window().as_secs()
+    );
+    println!();
+    println!("| shards | reconciles/s | per shard | CPU used (cores) | vs 1 shard |");
+    println!("| ---: | ---: | --- | ---: | ---: |");
+    for (n, r) in [(1, &one), (2, &two)] {
+        println!(
+            "| {n} | {:.0} | {} | {:.2} | {:.2}× |",
+            r.per_second,
+            r.per_shard
+                .iter()
+                .map(|s| format!("{s:.0}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            r.cores,
+            r.per_second / one.per_second
+        );
+    }
+    Ok(())
+}
+
+/// Seconds of CPU one [`burn::burn`] takes here, the median of 21.
+fn calibrate() -> f64 {
+    let mut samples: Vec<f64> = (0..21)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(burn::burn());
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+async fn rate(
+    cp: &ControlPlane,
+    (system, apps): (&str, &str),
+    n: usize,
+    logs: &std::path::Path,
+) -> anyhow::Result<Rate> {
+    let program = std::env::current_exe()?;
+    let program = program.to_string_lossy();
+    let shards: Vec<Process> = (0..n)
+        .map(|i| {
+            Spawn {
+                program: &program,
+                id: format!("burn{n}-{i}"),
+                ring: Some(RING),
+                system,
+                apps,
+                env: &[(CHILD, "1")],
+            }
+            .start(cp, logs)
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let selector = kubeward::sharding::shard_label(RING);
+    let what = format!(
+        "{n} burn shards to cache all {} ConfigMaps between them and reconcile",
+        objects()
+    );
+    let (shards_ref, selector_ref) = (&shards, &selector);
+    wait_for(Duration::from_secs(120), &what, || async move {
+        let mut cached = 0.0;
+        for shard in shards_ref {
+            let page = shard.metrics().await.ok()?;
+            let mine = sum(
+                &page,
+                "kubeward_informer_store_objects",
+                &["configmaps", selector_ref],
+            );
+            let reconciles = sum(&page, "controller_runtime_reconcile_total", &[]);
+            if mine == 0.0 || reconciles == 0.0 {
+                return None;
+            }
+            cached += mine;
+        }
+        (cached as usize == objects()).then_some(())
+    })
+    .await
+    .map_err(|e| {
+        let logs: Vec<String> = shards.iter().map(Process::log).collect();
+        anyhow::anyhow!("{e}\n{}", logs.join("\n"))
+    })?;
+    let cpu = |shards: &[Process]| -> anyhow::Result<f64> {
+        shards.iter().map(|s| Ok(s.cpu()?.as_secs_f64())).sum()
+    };
+    let (started, before, cpu_before) = (Instant::now(), counts(&shards).await?, cpu(&shards)?);
+    tokio::time::sleep(window()).await;
+    let (after, cpu_after) = (counts(&shards).await?, cpu(&shards)?);
+    let elapsed = started.elapsed().as_secs_f64();
+    let per_shard: Vec<f64> = before
+        .iter()
+        .zip(&after)
+        .map(|(b, a)| (a - b) / elapsed)
+        .collect();
+    for shard in shards {
+        shard.stop().await?;
+    }
+    Ok(Rate {
+        per_second: per_shard.iter().sum(),
+        per_shard,
+        cores: (cpu_after - cpu_before) / elapsed,
+    })
+}
+
+/// Each shard's `controller_runtime_reconcile_total`.
+async fn counts(shards: &[Process]) -> anyhow::Result<Vec<f64>> {
+    let mut counts = Vec::new();
+    for shard in shards {
+        let page = shard.metrics().await?;
+        counts.push(sum(&page, "controller_runtime_reconcile_total", &[]));
+    }
+    Ok(counts)
+}
