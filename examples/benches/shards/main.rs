@@ -83,17 +83,24 @@ fn main() -> anyhow::Result<()> {
         install_definition::<ConfigMapGenerator>(cp.client()).await?;
         println!("## Sharding");
         println!();
+        // A failed section does not stop the others; the bench fails at the end.
+        let mut failed = Vec::new();
         for section in &sections {
-            match section.as_str() {
-                "spread" => spread::run(&cp).await?,
-                "sharder" => sharder::run(&cp).await?,
-                "throughput" => throughput::run(&cp).await?,
+            let outcome = match section.as_str() {
+                "spread" => spread::run(&cp).await,
+                "sharder" => sharder::run(&cp).await,
+                "throughput" => throughput::run(&cp).await,
                 other => {
                     anyhow::bail!("unknown section {other} (have spread, sharder, throughput)")
                 }
+            };
+            if let Err(error) = outcome {
+                eprintln!("shards: section {section} failed: {error:#}");
+                failed.push(section.as_str());
             }
             println!();
         }
+        anyhow::ensure!(failed.is_empty(), "sections failed: {}", failed.join(", "));
         Ok(())
     })
 }
