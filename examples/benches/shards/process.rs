@@ -76,19 +76,9 @@ impl Process {
         Ok(kb * 1024)
     }
 
-    /// CPU time used so far (user + system), from `/proc/<pid>/stat` at 100 ticks/s.
+    /// CPU time used so far (user + system).
     pub fn cpu(&self) -> anyhow::Result<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
-        let ticks: u64 = fields
-            .get(11..13)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.parse::<u64>().ok())
-            .sum();
-        Ok(Duration::from_millis(ticks * 10))
+        cpu_time(&self.child.id().to_string())
     }
 
     /// Its log, for an error message.
@@ -145,4 +135,20 @@ pub fn sum(page: &str, family: &str, having: &[&str]) -> f64 {
         .filter(|l| having.iter().all(|h| l.contains(h)))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// CPU time (user + system) process `pid` (or `self`) used so far, from `/proc/<pid>/stat` at
+/// 100 ticks/s.
+pub fn cpu_time(pid: &str) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+    let ticks: u64 = fields
+        .get(11..13)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Ok(Duration::from_millis(ticks * 10))
 }

@@ -13,18 +13,14 @@ use tokio::time::Instant;
 use crate::fleet::Fleet;
 use crate::{generators, mb, namespace, quick};
 
-/// Generator counts: 3,000 and 30,000, or 300 and 1,000 with `KUBEWARD_BENCH_QUICK=1`.
+/// Generator counts: 3,000 and 30,000, or 200 and 600 with `KUBEWARD_BENCH_QUICK=1`.
 fn counts() -> [usize; 2] {
-    if quick() {
-        [300, 1_000]
-    } else {
-        [3_000, 30_000]
-    }
+    if quick() { [200, 600] } else { [3_000, 30_000] }
 }
 
 /// The quiet interval over which CPU time at rest is read.
 fn quiet() -> Duration {
-    Duration::from_secs(if quick() { 2 } else { 20 })
+    Duration::from_secs(if quick() { 1 } else { 20 })
 }
 
 pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {

@@ -10,9 +10,9 @@ use kubeward_examples::configmap_generator::ConfigMapGenerator;
 use crate::fleet::{self, Fleet, Holding};
 use crate::{generators, mb, namespace, quick};
 
-/// Generators: 3,000, or 300 with `KUBEWARD_BENCH_QUICK=1`.
+/// Generators: 3,000, or 200 with `KUBEWARD_BENCH_QUICK=1`.
 fn objects() -> usize {
-    if quick() { 300 } else { 3_000 }
+    if quick() { 200 } else { 3_000 }
 }
 
 /// How far a shard's share may be from 1/N, relative to 1/N (the issue's ± 15 %).

@@ -10,7 +10,7 @@ use kubeward::testing::{ControlPlane, wait_for};
 use tokio::time::Instant;
 
 use crate::burn::{self, CHILD, RING};
-use crate::process::{Process, Spawn, sum};
+use crate::process::{Process, Spawn, cpu_time, sum};
 use crate::{namespace, quick};
 
 /// ConfigMaps reconciled over and over: 200, or 20 with `KUBEWARD_BENCH_QUICK=1`.
@@ -76,8 +76,8 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     println!("### CPU-bound reconcile throughput");
     println!();
     println!(
-        "A reconciler that burns {:.2} ms of one core per object (measured in this process) and requeues it 1 ms later, over {} ConfigMaps; shards are separate processes (`--shard-ring {RING}`, leader election on, one reconcile at a time each), reconciles counted over {} s from `controller_runtime_reconcile_total`, the median of {} runs; CPU time of the shard processes from `/proc/<pid>/stat` over the same span.",
-        calibrate() * 1e3,
+        "A reconciler that burns {:.2} ms of one core per object (CPU time, measured in this process) and requeues it 1 ms later, over {} ConfigMaps; shards are separate processes (`--shard-ring {RING}`, leader election on, one reconcile at a time each), reconciles counted over {} s from `controller_runtime_reconcile_total`, the median of {} runs; CPU time of the shard processes from `/proc/<pid>/stat` over the same span.",
+        calibrate()? * 1e3,
         objects(),
         window().as_secs(),
         rounds()
@@ -104,17 +104,15 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Seconds of CPU one [`burn::burn`] takes here, the median of 21.
-fn calibrate() -> f64 {
-    let mut samples: Vec<f64> = (0..21)
-        .map(|_| {
-            let started = Instant::now();
-            std::hint::black_box(burn::burn());
-            started.elapsed().as_secs_f64()
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+/// Seconds of CPU one [`burn::burn`] takes here: this process's CPU time over 100 of them
+/// (CPU, not wall time, so other load on the machine does not count; ± 10 ms in all).
+fn calibrate() -> anyhow::Result<f64> {
+    const BURNS: u32 = 100;
+    let before = cpu_time("self")?;
+    for _ in 0..BURNS {
+        std::hint::black_box(burn::burn());
+    }
+    Ok(cpu_time("self")?.saturating_sub(before).as_secs_f64() / f64::from(BURNS))
 }
 
 async fn rate(
