@@ -167,9 +167,20 @@ async fn rate(
     let cpu = |shards: &[Process]| -> anyhow::Result<f64> {
         shards.iter().map(|s| Ok(s.cpu()?.as_secs_f64())).sum()
     };
-    let (started, before, cpu_before) = (Instant::now(), counts(&shards).await?, cpu(&shards)?);
+    let with_logs = |e: anyhow::Error| {
+        let logs: Vec<String> = shards.iter().map(Process::log).collect();
+        anyhow::anyhow!("{e}\n{}", logs.join("\n"))
+    };
+    let (started, before, cpu_before) = (
+        Instant::now(),
+        counts(&shards).await.map_err(with_logs)?,
+        cpu(&shards).map_err(with_logs)?,
+    );
     tokio::time::sleep(window()).await;
-    let (after, cpu_after) = (counts(&shards).await?, cpu(&shards)?);
+    let (after, cpu_after) = (
+        counts(&shards).await.map_err(with_logs)?,
+        cpu(&shards).map_err(with_logs)?,
+    );
     let elapsed = started.elapsed().as_secs_f64();
     let per_shard: Vec<f64> = before
         .iter()
