@@ -76,7 +76,7 @@ where
             self.joined = false;
         }
         loop {
-            if let Some(end) = self.chunk.iter().position(|&b| b == b'\n') {
+            if let Some(end) = memchr::memchr(b'\n', &self.chunk) {
                 self.returned = end + 1;
                 if !self.partial.is_empty() {
                     self.partial.extend_from_slice(&self.chunk[..end]);
