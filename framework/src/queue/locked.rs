@@ -250,24 +250,26 @@ impl<T: Hash + Eq + Clone> Locked<T> {
     }
 
     /// Adds `key` (whose hash from [`Self::hasher`] is `hash`) at `priority`, ready after
-    /// `delay`; `copy` is a clone of it made before locking, for a new key's ready slot or heap
-    /// entry. Gives back what it did not keep, so that the caller drops it after unlocking.
+    /// `delay`. Gives `key` back if it was merged, so that the caller can drop it after
+    /// unlocking.
     pub(super) fn add(
         &mut self,
         key: T,
-        copy: T,
         hash: u64,
         priority: Priority,
         delay: Duration,
         clock: &mut Clock,
-    ) -> (Wake, Leftover<T>) {
+    ) -> (Wake, Option<T>) {
         if self.shutting_down {
-            return (Wake::None, Leftover::both(key, copy));
+            return (Wake::None, Some(key));
         }
         let at = (!delay.is_zero()).then(|| clock.now() + delay.min(MAX_DELAY));
         let Some((_, entry)) = self.entries.find_mut(hash, |(k, _)| *k == key) else {
-            // A new key: its copy (made before the lock) goes to the ready slot or heap entry.
-            let queued = Hashed { key: copy, hash };
+            // A new key: one clone, for the ready slot or the heap entry.
+            let queued = Hashed {
+                key: key.clone(),
+                hash,
+            };
             let state = match at {
                 None => State::Ready {
                     seq: self.next_seq(),
@@ -295,14 +297,14 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                     }
                 }
             };
-            return (wake, Leftover::NONE);
+            return (wake, None);
         };
         // A known key: merge. The owned `key` is only moved into a new slot or heap entry, and
         // otherwise given back.
         match &mut entry.state {
             State::Ready { seq } => {
                 if priority <= entry.priority {
-                    return (Wake::None, Leftover::both(key, copy));
+                    return (Wake::None, Some(key));
                 }
                 // Move to the higher level; the old slot goes stale.
                 let old = entry.priority;
@@ -318,7 +320,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                         clock.now()
                     });
                 self.hooks.depth(priority, depth);
-                (Wake::None, Leftover::one(copy))
+                (Wake::None, None)
             }
             State::Delayed { at: old_at } => {
                 entry.priority = entry.priority.max(priority);
@@ -330,7 +332,7 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                         let priority = entry.priority;
                         self.note_stale_delay();
                         self.push_ready(Hashed { key, hash }, priority, seq, None, clock);
-                        (Wake::One, Leftover::one(copy))
+                        (Wake::One, None)
                     }
                     Some(at) if at < *old_at => {
                         *old_at = at;
@@ -340,16 +342,16 @@ impl<T: Hash + Eq + Clone> Locked<T> {
                         } else {
                             Wake::None
                         };
-                        (wake, Leftover::one(copy))
+                        (wake, None)
                     }
-                    Some(_) => (Wake::None, Leftover::both(key, copy)),
+                    Some(_) => (Wake::None, Some(key)),
                 }
             }
             State::Processing { requeue, .. } => {
                 if merge_requeue(requeue, &mut entry.priority, at, priority) {
                     self.requeue_now += 1;
                 }
-                (Wake::None, Leftover::both(key, copy))
+                (Wake::None, Some(key))
             }
         }
     }
@@ -358,30 +360,28 @@ impl<T: Hash + Eq + Clone> Locked<T> {
     pub(super) fn add_rate_limited(
         &mut self,
         key: T,
-        copy: T,
         hash: u64,
         priority: Priority,
         clock: &mut Clock,
-    ) -> (Wake, Leftover<T>) {
-        self.add_rate_limited_at_most(key, copy, hash, priority, Duration::MAX, clock)
+    ) -> (Wake, Option<T>) {
+        self.add_rate_limited_at_most(key, hash, priority, Duration::MAX, clock)
     }
 
     /// Adds `key` after the delay its rate limiter asks for, or after `cap` if that is shorter.
     pub(super) fn add_rate_limited_at_most(
         &mut self,
         key: T,
-        copy: T,
         hash: u64,
         priority: Priority,
         cap: Duration,
         clock: &mut Clock,
-    ) -> (Wake, Leftover<T>) {
+    ) -> (Wake, Option<T>) {
         if self.shutting_down {
-            return (Wake::None, Leftover::both(key, copy));
+            return (Wake::None, Some(key));
         }
         let delay = self.limiter.when(&key, clock.now()).min(cap);
         self.hooks.retry();
-        self.add(key, copy, hash, priority, delay, clock)
+        self.add(key, hash, priority, delay, clock)
     }
 
     pub(super) fn forget(&mut self, key: &T) {
@@ -631,21 +631,5 @@ impl<T: Hash + Eq + Clone> Locked<T> {
         }
         self.hooks.unfinished_work(total);
         self.hooks.longest_running_processor(longest);
-    }
-}
-
-/// What an add did not keep (the key, its copy, or both), for the caller to drop after
-/// unlocking: no key is freed under the lock.
-pub(super) struct Leftover<T>(Option<T>, Option<T>);
-
-impl<T> Leftover<T> {
-    const NONE: Self = Self(None, None);
-
-    fn one(key: T) -> Self {
-        Self(Some(key), None)
-    }
-
-    fn both(key: T, copy: T) -> Self {
-        Self(Some(key), Some(copy))
     }
 }

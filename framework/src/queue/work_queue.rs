@@ -210,7 +210,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Default for WorkQueue<T> {
 }
 
 /// `(wake, leftover)` to `(leftover, wake)`, the shape [`WorkQueue::change`] takes.
-fn swap<L>((wake, leftover): (Wake, L)) -> (L, Wake) {
+fn swap<T>((wake, leftover): (Wake, Option<T>)) -> (Option<T>, Wake) {
     (leftover, wake)
 }
 
@@ -280,48 +280,35 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
     /// handed out again once it is [`done`](Self::done). Ignored after [`shutdown`](Self::shutdown).
     pub fn add(&self, key: T) {
         let hash = self.hash(&key);
-        let copy = key.clone();
         self.change(|core, clock| {
-            swap(core.add(key, copy, hash, Priority::NORMAL, Duration::ZERO, clock))
+            swap(core.add(key, hash, Priority::NORMAL, Duration::ZERO, clock))
         });
     }
 
     /// Adds `key`, ready after `delay`. A key already waiting keeps the earlier ready time.
     pub fn add_after(&self, key: T, delay: Duration) {
         let hash = self.hash(&key);
-        let copy = key.clone();
-        self.change(|core, clock| swap(core.add(key, copy, hash, Priority::NORMAL, delay, clock)));
+        self.change(|core, clock| swap(core.add(key, hash, Priority::NORMAL, delay, clock)));
     }
 
     /// Adds `key` after the delay the rate limiter gives it, counting a retry.
     pub fn add_rate_limited(&self, key: T) {
         let hash = self.hash(&key);
-        let copy = key.clone();
-        self.change(|core, clock| {
-            swap(core.add_rate_limited(key, copy, hash, Priority::NORMAL, clock))
-        });
+        self.change(|core, clock| swap(core.add_rate_limited(key, hash, Priority::NORMAL, clock)));
     }
 
     /// Adds `key` with a priority, a delay, or a rate-limited delay.
     pub fn add_with(&self, key: T, options: AddOptions) {
         let hash = self.hash(&key);
-        let copy = key.clone();
         self.change(|core, clock| {
             swap(if options.rate_limited {
                 if options.after.is_zero() {
-                    core.add_rate_limited(key, copy, hash, options.priority, clock)
+                    core.add_rate_limited(key, hash, options.priority, clock)
                 } else {
-                    core.add_rate_limited_at_most(
-                        key,
-                        copy,
-                        hash,
-                        options.priority,
-                        options.after,
-                        clock,
-                    )
+                    core.add_rate_limited_at_most(key, hash, options.priority, options.after, clock)
                 }
             } else {
-                core.add(key, copy, hash, options.priority, options.after, clock)
+                core.add(key, hash, options.priority, options.after, clock)
             })
         });
     }
