@@ -10,7 +10,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::{HashRing, Shards};
-use crate::informer::{SharedInformer, handler_fns};
+use crate::informer::{Registration, SharedInformer, handler_fns};
 use crate::metrics::SharderMetrics;
 
 /// The available shards of a ring and the hash ring over them, as last seen.
@@ -32,14 +32,7 @@ pub(crate) async fn watch_ring(
     metrics: Option<SharderMetrics>,
     shutdown: CancellationToken,
 ) {
-    let changed = Arc::new(Notify::new());
-    let (on_add, on_update, on_delete) = (changed.clone(), changed.clone(), changed.clone());
-    let _registration = leases.add_handler(
-        handler_fns()
-            .on_add(move |_| on_add.notify_one())
-            .on_update(move |_, _| on_update.notify_one())
-            .on_delete(move |_| on_delete.notify_one()),
-    );
+    let (changed, _registration) = on_lease_change(&leases);
     let store = leases.store();
     loop {
         let shards = Shards::of(
@@ -69,4 +62,19 @@ pub(crate) async fn watch_ring(
             () = tokio::time::sleep(expiry + Duration::from_millis(5)) => {}
         }
     }
+}
+
+/// A notification on every change to a Lease of `leases`, while the registration is kept.
+pub(super) fn on_lease_change(
+    leases: &SharedInformer<Lease>,
+) -> (Arc<Notify>, Registration<Lease>) {
+    let changed = Arc::new(Notify::new());
+    let (on_add, on_update, on_delete) = (changed.clone(), changed.clone(), changed.clone());
+    let registration = leases.add_handler(
+        handler_fns()
+            .on_add(move |_| on_add.notify_one())
+            .on_update(move |_, _| on_update.notify_one())
+            .on_delete(move |_| on_delete.notify_one()),
+    );
+    (changed, registration)
 }

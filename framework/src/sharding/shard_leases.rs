@@ -12,7 +12,6 @@
 //! TTL ([`ShardState::Orphaned`]). Every write is guarded by the resourceVersion it was
 //! decided on.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -20,11 +19,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::ring_watch::on_lease_change;
 use super::{SHARDER_IDENTITY, STATE_LABEL, ShardState, lease_state};
-use crate::informer::{SharedInformer, handler_fns};
+use crate::informer::SharedInformer;
 
 /// How soon a Lease whose write failed is looked at again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -37,14 +36,7 @@ pub(crate) async fn tend_shard_leases(
     dead_ttl: Duration,
     shutdown: CancellationToken,
 ) {
-    let changed = Arc::new(Notify::new());
-    let (on_add, on_update, on_delete) = (changed.clone(), changed.clone(), changed.clone());
-    let _registration = leases.add_handler(
-        handler_fns()
-            .on_add(move |_| on_add.notify_one())
-            .on_update(move |_, _| on_update.notify_one())
-            .on_delete(move |_| on_delete.notify_one()),
-    );
+    let (changed, _registration) = on_lease_change(&leases);
     let store = leases.store();
     loop {
         let now = Timestamp::now();
