@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{
     Binaries, ControlPlane, TcpProxy, events_about, free_addr, get, install_definition,
-    lease_holder, scrape, wait_for,
+    lease_holder, scrape, terminate, wait_for,
 };
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
@@ -126,7 +126,7 @@ async fn readyz_follows_the_cache_and_sigterm_lets_a_slow_reconcile_finish() -> 
     )
     .await?;
 
-    let exited = terminate(&mut operator).await?;
+    let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
     assert!(
         exited.success(),
         "the operator must exit 0 after a graceful shutdown, got {exited}"
@@ -235,28 +235,6 @@ fn spawn_as_service_account(
     Ok((Operator(child), metrics))
 }
 
-/// Sends SIGTERM and waits for the process to exit.
-async fn terminate(operator: &mut Operator) -> anyhow::Result<std::process::ExitStatus> {
-    let pid = operator.0.id().to_string();
-    anyhow::ensure!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()?
-            .success(),
-        "SIGTERM was not delivered"
-    );
-    let exited = wait_for(
-        Duration::from_secs(30),
-        "the operator to exit after SIGTERM",
-        || {
-            let status = operator.0.try_wait().ok().flatten();
-            async move { status }
-        },
-    )
-    .await?;
-    Ok(exited)
-}
-
 /// Waits until `/metrics` counts a successful reconcile; returns the page.
 async fn scrape_after_success(metrics: SocketAddr) -> anyhow::Result<String> {
     let page = wait_for(
@@ -337,7 +315,7 @@ async fn the_operator_runs_on_exactly_the_charts_rbac_with_leader_election_and_n
         "the leader reports itself"
     );
 
-    let exited = terminate(&mut operator).await?;
+    let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
     assert!(exited.success(), "exit status {exited}");
     let log = std::fs::read_to_string(&log_path)?;
     // A refusal reads `reason: "Forbidden", code: 403`; a bare "403" could be in a timestamp.
@@ -434,7 +412,7 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
         operator.0.try_wait()?.is_none(),
         "it keeps running rather than exiting"
     );
-    let exited = terminate(&mut operator).await?;
+    let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
     assert!(exited.success(), "SIGTERM still stops it cleanly: {exited}");
     Ok(())
 }
@@ -646,7 +624,7 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
         },
     )
     .await?;
-    let exited = terminate(&mut operator).await?;
+    let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
     assert!(exited.success(), "exit status {exited}");
 
     assert_outage_lines(&back, failed_requests(&during), OUTAGE);
@@ -957,7 +935,7 @@ async fn three_shard_processes_share_the_generators_and_a_killed_ones_move_withi
     .await
     .map_err(|e| anyhow::anyhow!("{e}\n{}", logs(&shards)))?;
     for (_, operator, _) in &mut shards {
-        let exited = terminate(operator).await?;
+        let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
         assert!(
             exited.success(),
             "a shard exits cleanly on SIGTERM: {exited}"

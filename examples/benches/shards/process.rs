@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use kubeward::testing::{ControlPlane, free_addr, scrape, wait_for};
+use kubeward::testing::{ControlPlane, free_addr, scrape, terminate};
 
 /// A running operator process; killed when dropped, stopped with SIGTERM by [`Process::stop`].
 pub struct Process {
@@ -94,25 +94,7 @@ impl Process {
 
     /// Sends SIGTERM and waits until it exited (a shard releases its Lease on the way).
     pub async fn stop(mut self) -> anyhow::Result<()> {
-        let pid = self.child.id().to_string();
-        anyhow::ensure!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()?
-                .success(),
-            "SIGTERM was not delivered to {}",
-            self.id
-        );
-        let child = &mut self.child;
-        wait_for(
-            Duration::from_secs(60),
-            "an operator to exit after SIGTERM",
-            || {
-                let status = child.try_wait().ok().flatten();
-                async move { status }
-            },
-        )
-        .await?;
+        terminate(&mut self.child, Duration::from_secs(60)).await?;
         Ok(())
     }
 }

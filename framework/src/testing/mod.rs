@@ -24,6 +24,7 @@ mod noop;
 mod process;
 mod proxy;
 mod scratch;
+mod terminate;
 mod tls;
 mod wait;
 
@@ -36,6 +37,7 @@ pub use http::{free_addr, get, scrape};
 pub use lease::lease_holder;
 pub use noop::NoopReconciler;
 pub use proxy::TcpProxy;
+pub use terminate::terminate;
 pub use tls::presents;
 pub use wait::{install_crd, install_definition, wait_for};
 

@@ -82,25 +82,7 @@ fn spawn_shard(
 
 /// Sends SIGTERM and waits until the process exits cleanly.
 async fn terminate(shard: &mut ShardProcess) -> anyhow::Result<()> {
-    let pid = shard.child.id().to_string();
-    anyhow::ensure!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()?
-            .success(),
-        "SIGTERM was not delivered to {}",
-        shard.id
-    );
-    let child = &mut shard.child;
-    let exited = wait_for(
-        SETTLE,
-        &format!("{} to exit after SIGTERM", shard.id),
-        || {
-            let status = child.try_wait().ok().flatten();
-            async move { status }
-        },
-    )
-    .await?;
+    let exited = kubeward::testing::terminate(&mut shard.child, SETTLE).await?;
     anyhow::ensure!(
         exited.success(),
         "{} exited with {exited}:\n{}",

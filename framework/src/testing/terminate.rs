@@ -1,0 +1,34 @@
+//! Stops a child process as Kubernetes stops a pod: SIGTERM, then a wait for it to exit.
+
+use std::process::{Child, Command, ExitStatus};
+use std::time::Duration;
+
+use super::{Error, Result, io_error, wait_for};
+
+/// Sends SIGTERM to `child` and waits up to `within` for it to exit; its exit status.
+///
+/// # Errors
+/// [`Error::Io`] if the signal cannot be sent, [`Error::Timeout`] if the process is still
+/// running after `within`.
+pub async fn terminate(child: &mut Child, within: Duration) -> Result<ExitStatus> {
+    let pid = child.id();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .map_err(io_error(format!("running kill -TERM {pid}")))?;
+    if !sent.success() {
+        return Err(Error::Io {
+            action: format!("sending SIGTERM to process {pid}"),
+            source: std::io::Error::other(format!("kill exited with {sent}")),
+        });
+    }
+    wait_for(
+        within,
+        &format!("process {pid} to exit after SIGTERM"),
+        || {
+            let status = child.try_wait().ok().flatten();
+            async move { status }
+        },
+    )
+    .await
+}
