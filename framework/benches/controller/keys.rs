@@ -31,7 +31,7 @@ async fn measure<T>(parked: usize, start: Start<T>, key: impl Fn(String) -> T) -
         _ => None,
     };
     load.release.cancel();
-    stop();
+    stop.wait().await;
     elapsed
 }
 

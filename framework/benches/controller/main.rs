@@ -155,7 +155,42 @@ async fn theirs(
 }
 
 /// Stops a controller started by [`start_ours`] or [`start_theirs`].
-type Stop = Box<dyn FnOnce() + Send>;
+struct Stop {
+    cancel: Box<dyn FnOnce() + Send>,
+    /// The runtime's live tasks before the controller started.
+    tasks_before: usize,
+}
+
+impl Stop {
+    fn new(cancel: impl FnOnce() + Send + 'static) -> Self {
+        Stop {
+            cancel: Box::new(cancel),
+            tasks_before: live_tasks(),
+        }
+    }
+
+    /// Stops the controller and waits until its tasks are gone: a cancelled task is dropped, and
+    /// its objects freed, only when the runtime next gets to it, so without the wait the next
+    /// row's clock would run while this row's 100,000 objects are being freed.
+    async fn wait(self) {
+        (self.cancel)();
+        let before = self.tasks_before;
+        let gone = kubeward::testing::wait_for(TIMEOUT, "the row's tasks to end", || {
+            let done = live_tasks() <= before;
+            async move { done.then_some(()) }
+        })
+        .await;
+        if let Err(err) = gone {
+            eprintln!("{err}; the next row may be timed while this one's state is freed");
+        }
+    }
+}
+
+fn live_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
 
 /// Runs kubeward's controller over `load` on the fake, `slots` reconciles at once, as `with`
 /// completes it.
@@ -168,8 +203,9 @@ fn start_ours(
     let manager = Manager::new(fake.client(), Config::default());
     manager.add(with(Controller::new(Ours(load)).concurrency(slots)));
     let token = manager.shutdown_token();
+    let stop = Stop::new(move || token.cancel());
     tokio::spawn(manager.run());
-    Box::new(move || token.cancel())
+    stop
 }
 
 /// Runs kube-runtime's controller over `load` on the fake, `slots` reconciles at once, as `with`
@@ -184,8 +220,12 @@ fn start_theirs(
     let controller = KrController::new(api, watcher::Config::default())
         .with_config(KrConfig::default().concurrency(slots));
     let run = with(controller).run(theirs, |_, _, _| KrAction::await_change(), load);
+    let tasks_before = live_tasks();
     let task = tokio::spawn(run.for_each(|_| async {}));
-    Box::new(move || task.abort())
+    Stop {
+        cancel: Box::new(move || task.abort()),
+        tasks_before,
+    }
 }
 
 fn slots(parked: usize, concurrency: usize) -> u16 {

@@ -26,7 +26,7 @@ async fn measure(
         _ => None,
     };
     load.release.cancel();
-    stop();
+    stop.wait().await;
     elapsed
 }
 
