@@ -286,7 +286,8 @@ impl FakeApiServer {
     }
 
     /// Sends the open watches every change held back since [`pause_watches`](Self::pause_watches),
-    /// in order, at once.
+    /// in order, at once: many lines to a chunk of the response, as a client reading a backlog
+    /// off its socket receives them.
     pub fn resume_watches(&self) {
         self.state.lock().resume_watches();
     }

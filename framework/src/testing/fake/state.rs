@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -48,12 +48,32 @@ pub(crate) struct State {
     pub(crate) bookmark_interval: std::time::Duration,
     /// Watches write each event's object before its type.
     pub(crate) objects_before_types: bool,
-    /// While watches are paused, the lines of the changes made since, each with the watch it
-    /// goes to, in order: made at the change, as when not paused, and only sent on resume.
-    held: Option<Vec<(UnboundedSender<Bytes>, Bytes)>>,
+    /// While watches are paused, the lines of the changes made since, with the watch they go
+    /// to, in order: made at the change, as when not paused, and only sent on resume. A watch's
+    /// consecutive lines share a chunk of up to [`HELD_CHUNK`] bytes, as a client reading a
+    /// backlog off its socket gets many events per read.
+    held: Option<Vec<(UnboundedSender<Bytes>, BytesMut)>>,
     seed: u64,
     /// The last configuration each server-side apply manager applied, by object uid.
     applied: HashMap<String, BTreeMap<String, Value>>,
+}
+
+/// The most a held chunk takes before the next line starts a new one.
+const HELD_CHUNK: usize = 64 * 1024;
+
+/// Appends `line` to `watch`'s last held chunk if it has room, or starts a new one.
+fn hold(
+    held: &mut Vec<(UnboundedSender<Bytes>, BytesMut)>,
+    watch: &UnboundedSender<Bytes>,
+    line: &[u8],
+) {
+    let last = held.iter_mut().rev().find(|(to, _)| to.same_channel(watch));
+    match last {
+        Some((_, chunk)) if chunk.len() + line.len() <= HELD_CHUNK => {
+            chunk.extend_from_slice(line);
+        }
+        _ => held.push((watch.clone(), BytesMut::from(line))),
+    }
 }
 
 impl State {
@@ -244,9 +264,9 @@ impl State {
 
     /// Sends open watches the changes held back since the pause, in order.
     pub(crate) fn resume_watches(&mut self) {
-        for (watch, line) in self.held.take().unwrap_or_default() {
+        for (watch, chunk) in self.held.take().unwrap_or_default() {
             // A watch that closed meanwhile is forgotten at the next change.
-            let _ = watch.send(line);
+            let _ = watch.send(chunk.freeze());
         }
     }
 
@@ -291,7 +311,7 @@ impl State {
         match &mut self.held {
             Some(held) => self.watchers.retain(|watcher| {
                 if let Some(line) = watcher.line_for(&event) {
-                    held.push((watcher.sender.clone(), line));
+                    hold(held, &watcher.sender, &line);
                 }
                 !watcher.sender.is_closed()
             }),

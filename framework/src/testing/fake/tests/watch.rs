@@ -267,6 +267,8 @@ async fn paused_watches_get_the_held_changes_in_order_on_resume_and_a_watch_open
     let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
     let params = WatchParams::default().disable_bookmarks();
     let mut before = configmaps.watch(&params, "0").await.unwrap().boxed();
+    // A second watch: the held lines of two watches interleave, each keeping its own order.
+    let mut also_before = configmaps.watch(&params, "0").await.unwrap().boxed();
     fake.pause_watches();
     for name in ["a", "b"] {
         configmaps
@@ -286,7 +288,7 @@ async fn paused_watches_get_the_held_changes_in_order_on_resume_and_a_watch_open
         .create(&PostParams::default(), &config_map("c", &[]))
         .await
         .unwrap();
-    for events in [&mut before, &mut meanwhile] {
+    for events in [&mut before, &mut also_before, &mut meanwhile] {
         for name in ["a", "b", "c"] {
             assert_eq!(next_event(events).await, ("ADDED".into(), name.into()));
         }
