@@ -262,6 +262,11 @@ where
         };
         let mut received = false;
         loop {
+            // One unit of tokio's cooperative budget per event: a chunk can hold hundreds of
+            // events, and reading them takes none, so without this a burst would keep the
+            // thread until its last event is cached. Giving it up every so often lets the
+            // workers take their keys while the objects are still in the processor's cache.
+            tokio::task::consume_budget().await;
             let line = match lines.next(config.idle_timeout).await {
                 Err(Idle) => {
                     // Restarted at once; a server that is gone shows in the restart's failure.
