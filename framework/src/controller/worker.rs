@@ -42,16 +42,31 @@ pub(super) async fn work<K: Cacheable>(
                 None => return,
             },
         };
-        process(&queue, &shared, &key).await;
-        queue.done(&key);
+        if process(&queue, &shared, &key).await == Finished::Forget {
+            queue.forget_and_done(&key);
+        } else {
+            queue.done(&key);
+        }
     }
 }
 
-async fn process<K: Cacheable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>, key: &ObjectKey) {
+/// What the worker does with the rate limiter's record of a key it finished.
+#[derive(Debug, PartialEq, Eq)]
+enum Finished {
+    /// Its failures are history: forgotten under the same lock as `done`.
+    Forget,
+    /// Kept: the key was requeued rate limited, or it failed.
+    Keep,
+}
+
+async fn process<K: Cacheable>(
+    queue: &WorkQueue<ObjectKey>,
+    shared: &Shared<K>,
+    key: &ObjectKey,
+) -> Finished {
     let Some(obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
-        queue.forget(key);
-        return;
+        return Finished::Forget;
     };
     let span = tracing::info_span!(
         "reconcile",
@@ -72,6 +87,7 @@ async fn process<K: Cacheable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
         .await;
     let entered = span.enter();
     let mut failed = None;
+    let mut finished = Finished::Keep;
     let counted = match outcome {
         Ok(Ok(action)) => match action.requeue_after() {
             // "Again now" is rate limited, as controller-runtime's `Requeue: true`.
@@ -80,12 +96,12 @@ async fn process<K: Cacheable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
                 Outcome::Requeue
             }
             Some(delay) => {
-                queue.forget(key);
                 queue.add_after(key.clone(), delay);
+                finished = Finished::Forget;
                 Outcome::RequeueAfter
             }
             None => {
-                queue.forget(key);
+                finished = Finished::Forget;
                 Outcome::Success
             }
         },
@@ -109,4 +125,5 @@ async fn process<K: Cacheable>(queue: &WorkQueue<ObjectKey>, shared: &Shared<K>,
             .instrument(span)
             .await;
     }
+    finished
 }

@@ -409,6 +409,19 @@ impl<T: Hash + Eq + Clone + Send + 'static> WorkQueue<T> {
         done
     }
 
+    /// [`forget`](Self::forget) and [`done`](Self::done) under one lock, for a worker that
+    /// finished a key successfully.
+    pub(crate) fn forget_and_done(&self, key: &T) -> Done {
+        let hash = self.hash(key);
+        let (done, removed) = self.change(|core, clock| {
+            core.forget(key);
+            let (wake, done, removed) = core.done(key, hash, clock);
+            ((done, removed), wake)
+        });
+        drop(removed);
+        done
+    }
+
     /// Forgets `key`'s failures in the rate limiter (call after processing it successfully). It
     /// does not remove the key from the queue.
     pub fn forget(&self, key: &T) {

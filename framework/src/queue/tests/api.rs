@@ -193,6 +193,29 @@ async fn rate_limited_adds_back_off_until_forgotten() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn forget_and_done_finishes_the_key_and_clears_its_failures() {
+    let q = WorkQueue::builder()
+        .rate_limiter(ExponentialBackoff::new(5 * MS, 1000 * SEC))
+        .build();
+    q.add_rate_limited("k");
+    q.add_rate_limited("k");
+    advance(10 * MS).await;
+    assert_eq!(try_get(&q), Some(Some("k")));
+    assert_eq!(q.num_requeues(&"k"), 2);
+    assert_eq!(q.forget_and_done(&"k"), Done::Removed);
+    assert_eq!(q.num_requeues(&"k"), 0);
+    assert_eq!(q.num_processing(), 0);
+    // A worker asking for the key again later (`Action::requeue_after`) adds it while it is
+    // processed: it waits for its delay, with no failures counted.
+    q.add_rate_limited("k");
+    advance(5 * MS).await;
+    assert_eq!(try_get(&q), Some(Some("k")));
+    q.add_after("k", SEC);
+    assert_eq!(q.forget_and_done(&"k"), Done::Delayed);
+    assert_eq!(q.num_requeues(&"k"), 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn rate_limited_with_a_delay_takes_the_shorter() {
     let q = WorkQueue::builder()
         .rate_limiter(ExponentialBackoff::new(SEC, 1000 * SEC))
