@@ -20,7 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::testing::{ControlPlane, free_addr, get, install_crd, wait_for};
+use kubeward::testing::{ControlPlane, free_addr, get, install_crd, resident_bytes, wait_for};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
 
 /// ConfigMaps cached: 10,000, or 500 with `KUBEWARD_BENCH_QUICK=1` (`scripts/bench --quick`,
@@ -47,16 +47,6 @@ impl Drop for Operator {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{pid}/status"))?;
-    Ok(kb * 1024)
 }
 
 async fn namespace(cp: &ControlPlane, name: &str) -> anyhow::Result<()> {
@@ -129,7 +119,7 @@ async fn operator_rss(cp: &ControlPlane, ns: &str) -> anyhow::Result<u64> {
     )
     .await?;
     tokio::time::sleep(rest()).await;
-    rss_bytes(operator.0.id())
+    Ok(resident_bytes(operator.0.id())?)
 }
 
 fn main() -> anyhow::Result<()> {

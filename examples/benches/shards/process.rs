@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use kubeward::testing::{ControlPlane, free_addr, scrape, terminate};
+use kubeward::testing::{ControlPlane, cpu_time, free_addr, resident_bytes, scrape, terminate};
 
 /// A running operator process; killed when dropped, stopped with SIGTERM by [`Process::stop`].
 pub struct Process {
@@ -66,19 +66,12 @@ impl Process {
 
     /// Resident bytes (`VmRSS`).
     pub fn rss(&self) -> anyhow::Result<u64> {
-        let pid = self.child.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-        let kb = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{pid}/status"))?;
-        Ok(kb * 1024)
+        Ok(resident_bytes(self.child.id())?)
     }
 
     /// CPU time used so far (user + system).
     pub fn cpu(&self) -> anyhow::Result<Duration> {
-        cpu_time(&self.child.id().to_string())
+        Ok(cpu_time(self.child.id())?)
     }
 
     /// Its log, for an error message.
@@ -117,20 +110,4 @@ pub fn sum(page: &str, family: &str, having: &[&str]) -> f64 {
         .filter(|l| having.iter().all(|h| l.contains(h)))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
-}
-
-/// CPU time (user + system) process `pid` (or `self`) used so far, from `/proc/<pid>/stat` at
-/// 100 ticks/s.
-pub fn cpu_time(pid: &str) -> anyhow::Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
-    let ticks: u64 = fields
-        .get(11..13)
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Ok(Duration::from_millis(ticks * 10))
 }

@@ -10,7 +10,9 @@ use kubeward::testing::{ControlPlane, wait_for};
 use tokio::time::Instant;
 
 use crate::burn::{self, CHILD, RING};
-use crate::process::{Process, Spawn, cpu_time, sum};
+use kubeward::testing::cpu_time;
+
+use crate::process::{Process, Spawn, sum};
 use crate::{namespace, quick};
 
 /// ConfigMaps reconciled over and over: 200, or 20 with `KUBEWARD_BENCH_QUICK=1`.
@@ -108,11 +110,14 @@ pub async fn run(cp: &ControlPlane) -> anyhow::Result<()> {
 /// (CPU, not wall time, so other load on the machine does not count; ± 10 ms in all).
 fn calibrate() -> anyhow::Result<f64> {
     const BURNS: u32 = 100;
-    let before = cpu_time("self")?;
+    let before = cpu_time(std::process::id())?;
     for _ in 0..BURNS {
         std::hint::black_box(burn::burn());
     }
-    Ok(cpu_time("self")?.saturating_sub(before).as_secs_f64() / f64::from(BURNS))
+    Ok(cpu_time(std::process::id())?
+        .saturating_sub(before)
+        .as_secs_f64()
+        / f64::from(BURNS))
 }
 
 async fn rate(

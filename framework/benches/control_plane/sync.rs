@@ -14,7 +14,7 @@ use kube::api::ListParams;
 use kube::runtime::{reflector, watcher};
 use kube::{Api, Client};
 use kubeward::informer::{self, SharedInformer};
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, cpu_time};
 use tokio::time::Instant;
 
 use crate::{SMALL_NS, large, median, ms, small};
@@ -60,21 +60,6 @@ async fn kube_runtime(api: Api<ConfigMap>) -> anyhow::Result<usize> {
     anyhow::bail!("the watcher ended before its initial list was done")
 }
 
-/// CPU time this process has used (user + system), from `/proc/self/stat` at 100 ticks/s.
-fn cpu_time() -> anyhow::Result<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
-    let ticks: u64 = fields
-        .get(11..13)
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Ok(Duration::from_millis(ticks * 10))
-}
-
 /// Wall time and this process's CPU time of one sync.
 #[derive(Clone, Copy)]
 struct Sample {
@@ -89,11 +74,11 @@ where
     Fut: Future<Output = anyhow::Result<usize>>,
 {
     let fresh = Client::try_from(cp.config())?;
-    let (started, cpu) = (Instant::now(), cpu_time()?);
+    let (started, cpu) = (Instant::now(), cpu_time(std::process::id())?);
     let n = f(fresh).await?;
     let sample = Sample {
         wall: started.elapsed(),
-        cpu: cpu_time()?.saturating_sub(cpu),
+        cpu: cpu_time(std::process::id())?.saturating_sub(cpu),
     };
     anyhow::ensure!(n == expected, "synced {n} objects, expected {expected}");
     Ok(sample)

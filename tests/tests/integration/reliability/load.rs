@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kubeward::controller::Controller;
 use kubeward::manager::Config;
-use kubeward::testing::ControlPlane;
+use kubeward::testing::{ControlPlane, resident_bytes};
 use kubeward_tests::metric_sum;
 use tokio::time::Instant;
 
@@ -47,7 +47,7 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
     let registry = manager.registry().clone();
     let operator = Operator::start(manager, probes);
     check("warm-up", &api, &cache, &witness, &operator).await?;
-    let warm = resident_bytes()?;
+    let warm = resident_bytes(std::process::id())?;
 
     // Eight lanes: each waits for its write before the next, so a slow answer from the
     // apiserver under load costs one lane's tick, not a quarter of the rate.
@@ -64,7 +64,7 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
         depth == 0.0,
         "the work queue holds {depth} keys after the load"
     );
-    let end = resident_bytes()?;
+    let end = resident_bytes(std::process::id())?;
     let growth = (end as f64 - warm as f64) / warm as f64;
     if load.memory_bound {
         anyhow::ensure!(
@@ -98,23 +98,6 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
     ));
     operator.stop().await?;
     Ok(vec![row])
-}
-
-/// This process's resident memory, from `VmRSS` in `/proc/self/status`.
-fn resident_bytes() -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let kib = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/self/status"))?;
-    Ok(kib * 1024)
 }
 
 /// The value of gauge `family` for `name` (the queue's name is the controller's).
