@@ -74,6 +74,7 @@ pub struct Metrics {
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
     pub(crate) handover: HistogramVec,
+    pub(crate) shard_leases: IntGaugeVec,
     pub(crate) rest_requests: IntCounterVec,
     pub(crate) rest_duration: HistogramVec,
 }
@@ -115,6 +116,7 @@ impl Metrics {
                 histogram(READS + 4, &HANDOVER_BUCKETS),
                 labels(READS + 4),
             )?,
+            shard_leases: IntGaugeVec::new(opts(READS + 5), labels(READS + 5))?,
             rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
@@ -142,6 +144,7 @@ impl Metrics {
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
         registry.register(Box::new(metrics.handover.clone()))?;
+        registry.register(Box::new(metrics.shard_leases.clone()))?;
         registry.register(Box::new(metrics.rest_requests.clone()))?;
         registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
@@ -287,6 +290,7 @@ mod tests {
         sharder.assigned_by_webhook("shard-0");
         sharder.drained("demo/a");
         sharder.handed_over("demo/a");
+        sharder.set_lease_states(&[crate::sharding::ShardState::Ready]);
         metrics.set_leader("demo", true);
         metrics
             .queue_duration

@@ -205,6 +205,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Time from the sharder's drain of an object to its assignment to the new shard.",
     },
     Family {
+        name: "kubeward_sharder_shard_leases",
+        kind: Kind::Gauge,
+        labels: &["ring", "state"],
+        help: "Shard Leases of a controller ring by the state the sharder labels them with (ready, expired, uncertain, dead, orphaned); on the leader.",
+    },
+    Family {
         name: "process_cpu_seconds_total",
         kind: Kind::Counter,
         labels: &[],

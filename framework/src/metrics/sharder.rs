@@ -1,13 +1,15 @@
-//! Counts a sharder's work in the `kubeward_sharder_*` families: shards, assignments, handovers.
+//! Counts a sharder's work in the `kubeward_sharder_*` families: shards, their Leases' states,
+//! assignments, handovers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge};
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec};
 use tokio::time::Instant;
 
 use super::Metrics;
+use crate::sharding::ShardState;
 
 /// One ring's sharder series, and when each object being handed over was drained.
 #[derive(Clone, Debug)]
@@ -17,6 +19,7 @@ pub(crate) struct SharderMetrics {
     ring: String,
     drains: IntCounter,
     handover: Histogram,
+    leases: IntGaugeVec,
     /// Objects drained and not yet assigned again, by key.
     draining: Arc<Mutex<HashMap<String, Instant>>>,
 }
@@ -29,6 +32,7 @@ impl SharderMetrics {
             ring: ring.to_owned(),
             drains: metrics.drains.with_label_values(&[ring]),
             handover: metrics.handover.with_label_values(&[ring]),
+            leases: metrics.shard_leases.clone(),
             draining: Arc::default(),
         }
     }
@@ -36,6 +40,16 @@ impl SharderMetrics {
     /// The ring now has `n` available shards.
     pub(crate) fn set_shards(&self, n: usize) {
         self.shards.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// The ring's shard Leases are in `states`, one each.
+    pub(crate) fn set_lease_states(&self, states: &[ShardState]) {
+        for state in ShardState::ALL {
+            let n = states.iter().filter(|s| **s == state).count();
+            self.leases
+                .with_label_values(&[self.ring.as_str(), state.as_str()])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     /// The sharder assigned an object to `shard`.

@@ -24,16 +24,19 @@ use tokio_util::sync::CancellationToken;
 use super::ring_watch::on_lease_change;
 use super::{SHARDER_IDENTITY, STATE_LABEL, ShardState, lease_state};
 use crate::informer::SharedInformer;
+use crate::metrics::SharderMetrics;
 
 /// How soon a Lease whose write failed is looked at again.
 const RETRY: Duration = Duration::from_secs(1);
 
 /// Tends the Leases of `leases` (a ring's, synced) until `shutdown` is cancelled: on every
-/// Lease change, and when the next Lease changes state by time alone.
+/// Lease change, and when the next Lease changes state by time alone. Each pass sets the
+/// `kubeward_sharder_shard_leases` gauges to the states it found.
 pub(crate) async fn tend_shard_leases(
     leases: SharedInformer<Lease>,
     client: Client,
     dead_ttl: Duration,
+    metrics: SharderMetrics,
     shutdown: CancellationToken,
 ) {
     let (changed, _registration) = on_lease_change(&leases);
@@ -41,8 +44,10 @@ pub(crate) async fn tend_shard_leases(
     loop {
         let now = Timestamp::now();
         let mut next: Option<Duration> = None;
+        let mut states = Vec::new();
         for lease in store.list() {
             let (state, lasts) = lease_state(&lease, now.as_microsecond(), dead_ttl);
+            states.push(state);
             let wait = match tend(&client, &lease, state, now, dead_ttl).await {
                 Ok(()) => lasts,
                 Err(error) => {
@@ -56,6 +61,7 @@ pub(crate) async fn tend_shard_leases(
                 (a, b) => a.or(b),
             };
         }
+        metrics.set_lease_states(&states);
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = changed.notified() => {}

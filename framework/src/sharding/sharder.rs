@@ -179,6 +179,7 @@ impl Sharder {
             self.leases.clone(),
             cluster.factory.client().clone(),
             self.dead_lease_ttl,
+            self.metrics.clone(),
             shutdown.clone(),
         ));
         let runs = sharders.iter().map(|s| s.run(shutdown.clone()));

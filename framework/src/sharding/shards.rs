@@ -66,6 +66,15 @@ pub enum ShardState {
 }
 
 impl ShardState {
+    /// Every state, in the order a Lease passes through them.
+    pub const ALL: [ShardState; 5] = [
+        Self::Ready,
+        Self::Expired,
+        Self::Uncertain,
+        Self::Dead,
+        Self::Orphaned,
+    ];
+
     /// The state's name, as the state label and `kubectl` show it (`ready`, `expired`, ...).
     #[must_use]
     pub fn as_str(self) -> &'static str {

@@ -47,13 +47,15 @@ fn jiff_span(duration: Duration) -> anyhow::Result<k8s_openapi::jiff::SignedDura
 /// One observed version of a Lease: its holder and state label, or `None` once deleted.
 type Seen = Option<(Option<String>, Option<String>)>;
 
-/// One shard `live` of the ring in `ns`, which also runs the sharder (it leads alone).
+/// One shard `live` of the ring in `ns`, which also runs the sharder (it leads alone); its
+/// metrics registry.
 fn start_live_shard(
     cp: &ControlPlane,
     ns: &str,
 ) -> (
     tokio_util::sync::CancellationToken,
     tokio::task::JoinHandle<kubeward::manager::Result<()>>,
+    prometheus::Registry,
 ) {
     let timings = leader::Config::default()
         .lease_duration(Duration::from_secs(3))
@@ -75,7 +77,34 @@ fn start_live_shard(
     let manager = Manager::new(cp.client(), config);
     manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING));
     let token = manager.shutdown_token();
-    (token, tokio::spawn(manager.run()))
+    let registry = manager.registry().clone();
+    (token, tokio::spawn(manager.run()), registry)
+}
+
+/// The `kubeward_sharder_shard_leases` gauge of the test's ring, by state.
+fn lease_states(registry: &prometheus::Registry) -> BTreeMap<String, i64> {
+    let mut states = BTreeMap::new();
+    for family in registry.gather() {
+        if family.name() != "kubeward_sharder_shard_leases" {
+            continue;
+        }
+        for metric in family.get_metric() {
+            let label = |name: &str| {
+                metric
+                    .get_label()
+                    .iter()
+                    .find(|l| l.name() == name)
+                    .map(|l| l.value().to_owned())
+            };
+            if label("ring").as_deref() == Some(RING)
+                && let Some(state) = label("state")
+            {
+                #[allow(clippy::cast_possible_truncation, reason = "a count of Leases")]
+                states.insert(state, metric.get_gauge().get_value() as i64);
+            }
+        }
+    }
+    states
 }
 
 /// Every version of Lease `name` from `version` on (its holder and state label), until it is
@@ -134,7 +163,7 @@ async fn a_crashed_shards_lease_expires_is_taken_over_as_dead_and_deleted_after_
     }
 
     // One live shard, which also runs the sharder.
-    let (token, run) = start_live_shard(cp, &ns);
+    let (token, run, registry) = start_live_shard(cp, &ns);
 
     // A shard that crashed a second after its last renewal, and one released long ago.
     let crashed = shard_lease("crashed", "crashed", Duration::ZERO, 1)?;
@@ -200,6 +229,19 @@ async fn a_crashed_shards_lease_expires_is_taken_over_as_dead_and_deleted_after_
     );
     let label = leases.get("live").await?.labels().get(STATE_LABEL).cloned();
     assert_eq!(label.as_deref(), Some("ready"));
+
+    // The sharder's gauge counts the one Lease left, ready, and none in any other state.
+    let expected: BTreeMap<String, i64> = ShardState::ALL
+        .iter()
+        .map(|s| (s.as_str().to_owned(), i64::from(*s == ShardState::Ready)))
+        .collect();
+    wait_for(Duration::from_secs(10), "the shard Lease gauge", || {
+        let states = lease_states(&registry);
+        let matched = states == expected;
+        async move { matched.then_some(()) }
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; gauge: {:?}", lease_states(&registry)))?;
 
     token.cancel();
     tokio::time::timeout(Duration::from_secs(30), run).await???;
