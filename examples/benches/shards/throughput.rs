@@ -6,12 +6,10 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::testing::{ControlPlane, wait_for};
+use kubeward::testing::{ControlPlane, cpu_time, wait_for};
 use tokio::time::Instant;
 
 use crate::burn::{self, CHILD, RING};
-use kubeward::testing::cpu_time;
-
 use crate::process::{Process, Spawn, sum};
 use crate::{namespace, quick};
 

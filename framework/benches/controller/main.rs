@@ -162,10 +162,11 @@ struct Stop {
 }
 
 impl Stop {
-    fn new(cancel: impl FnOnce() + Send + 'static) -> Self {
+    /// `tasks_before`: [`live_tasks`] read before the controller's task was spawned.
+    fn new(tasks_before: usize, cancel: impl FnOnce() + Send + 'static) -> Self {
         Stop {
             cancel: Box::new(cancel),
-            tasks_before: live_tasks(),
+            tasks_before,
         }
     }
 
@@ -203,9 +204,9 @@ fn start_ours(
     let manager = Manager::new(fake.client(), Config::default());
     manager.add(with(Controller::new(Ours(load)).concurrency(slots)));
     let token = manager.shutdown_token();
-    let stop = Stop::new(move || token.cancel());
+    let tasks_before = live_tasks();
     tokio::spawn(manager.run());
-    stop
+    Stop::new(tasks_before, move || token.cancel())
 }
 
 /// Runs kube-runtime's controller over `load` on the fake, `slots` reconciles at once, as `with`
@@ -222,10 +223,7 @@ fn start_theirs(
     let run = with(controller).run(theirs, |_, _, _| KrAction::await_change(), load);
     let tasks_before = live_tasks();
     let task = tokio::spawn(run.for_each(|_| async {}));
-    Stop {
-        cancel: Box::new(move || task.abort()),
-        tasks_before,
-    }
+    Stop::new(tasks_before, move || task.abort())
 }
 
 fn slots(parked: usize, concurrency: usize) -> u16 {

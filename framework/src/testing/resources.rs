@@ -10,9 +10,10 @@ use super::{Error, Result};
 /// [`Error::Io`] if the process is gone or `/proc` cannot be read.
 pub fn resident_bytes(pid: u32) -> Result<u64> {
     let status = process(pid)?.status().map_err(proc_error(pid, "status"))?;
-    let kib = status
-        .vmrss
-        .ok_or_else(|| proc_error(pid, "status")(procfs::ProcError::Other("no VmRSS".into())))?;
+    let kib = status.vmrss.ok_or_else(|| Error::Io {
+        action: format!("reading /proc/{pid}/status"),
+        source: std::io::Error::other("it has no VmRSS line"),
+    })?;
     Ok(kib * 1024)
 }
 
