@@ -8,7 +8,8 @@
 //!    │ list (paginated) + watch (resourceVersion, bookmarks), relist on 410 Gone / errors with backoff
 //!    ▼
 //! Reflector (reflector.rs) ── progress: synced, resourceVersion, Stats
-//!    │ each decoded, transformed object (transforms.rs)
+//!    │ each decoded, transformed object (transforms.rs); a backlog of watch events is
+//!    │ decoded ahead on the blocking pool and applied in order (decode_ahead.rs)
 //!    ▼
 //! FanOut (fan_out.rs): updates the Store first (cache::Store: Arc<K> by key, named indexes),
 //!    │                  then hands the change to every handler's buffer
@@ -58,6 +59,7 @@ mod cache_scope;
 mod config;
 mod connectivity;
 mod decode;
+mod decode_ahead;
 mod error;
 mod factory;
 mod fan_out;

@@ -14,6 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::decode::Decoder;
+use super::decode_ahead::{DecodeAhead, Decoded, Decoding, MAX_BATCH};
 use super::fan_out::FanOut;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
@@ -30,7 +31,7 @@ pub(crate) struct Reflector<K> {
     config: Config,
     /// Whether lists and watches ask for `PartialObjectMetadata` (`K` is a `PartialObjectMeta`).
     metadata_only: bool,
-    decoder: Decoder<K>,
+    decoder: Arc<Decoder<K>>,
     /// The namespace this reflector fills when it is one of several filling a store (one per
     /// namespace): its relists replace only that namespace's objects.
     namespace: Option<String>,
@@ -75,7 +76,12 @@ where
         fan_out: Arc<FanOut<K>>,
         progress: Arc<Progress>,
     ) -> Self {
-        let decoder = Decoder::new(url, &config, transforms, Arc::clone(progress.stats()));
+        let decoder = Arc::new(Decoder::new(
+            url,
+            &config,
+            transforms,
+            Arc::clone(progress.stats()),
+        ));
         Self {
             client,
             request: Request::new(url),
@@ -261,50 +267,93 @@ where
             Err(_) => return WatchEnd::Failed(stalled("watch")),
         };
         let mut received = false;
+        let mut ahead = DecodeAhead::new(Arc::clone(&self.decoder));
         loop {
-            // One unit of tokio's cooperative budget per event: a chunk can hold hundreds of
-            // events, and reading them takes none, so without this a burst would keep the
-            // thread until its last event is cached. Giving it up every so often lets the
-            // workers take their keys while the objects are still in the processor's cache.
-            tokio::task::consume_budget().await;
-            let line = match lines.next(config.idle_timeout).await {
-                Err(Idle) => {
-                    // Restarted at once; a server that is gone shows in the restart's failure.
-                    tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
-                    return WatchEnd::Resume { received };
+            let mut batch = Vec::new();
+            if ahead.is_empty() {
+                match lines.next(config.idle_timeout).await {
+                    Err(Idle) => {
+                        // Restarted at once; a server that is gone shows in the restart's failure.
+                        tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
+                        return WatchEnd::Resume { received };
+                    }
+                    Ok(None) => {
+                        return lines
+                            .failure()
+                            .map_or(WatchEnd::Resume { received }, classify);
+                    }
+                    Ok(Some(line)) => batch.push(line),
                 }
-                Ok(None) => {
-                    return lines
-                        .failure()
-                        .map_or(WatchEnd::Resume { received }, classify);
-                }
-                Ok(Some(line)) => line,
-            };
-            received = true;
-            let event = match self.decoder.event(line) {
-                Ok(event) => event,
-                Err(err) => return unparsed(line, err),
-            };
-            match event {
-                WatchEvent::Added(Some((obj, json))) | WatchEvent::Modified(Some((obj, json))) => {
-                    note_version(latest, &obj);
-                    self.fan_out.apply(obj, json);
-                }
-                WatchEvent::Deleted(Some((obj, _))) => {
-                    note_version(latest, &obj);
-                    self.fan_out.delete(obj);
-                }
-                WatchEvent::Added(None)
-                | WatchEvent::Modified(None)
-                | WatchEvent::Deleted(None) => {}
-                WatchEvent::Bookmark(bookmark) => {
-                    *latest = Latest::Text(bookmark.metadata.resource_version.into());
-                }
-                WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
-                WatchEvent::Error(status) => return WatchEnd::Failed(kube::Error::Api(status)),
+                received = true;
             }
-            self.progress.publish(latest);
+            while batch.len() < MAX_BATCH
+                && let Some(line) = lines.buffered()
+            {
+                batch.push(line);
+            }
+            if ahead.takes(batch.len()) {
+                if ahead.is_full()
+                    && let Some(end) = self.apply(ahead.oldest().await, latest).await
+                {
+                    return end;
+                }
+                ahead.push(batch);
+            } else if !ahead.is_empty() {
+                if let Some(end) = self.apply(ahead.oldest().await, latest).await {
+                    return end;
+                }
+            } else {
+                for line in batch {
+                    let event = self.decoder.event(&line);
+                    if let Some(end) = self.take(&line, event, latest).await {
+                        return end;
+                    }
+                }
+            }
         }
+    }
+
+    /// Applies a batch decoded ahead, in order; `Some` if one of its events ends the watch.
+    async fn apply(&self, decoded: Option<Decoded<K>>, latest: &mut Latest) -> Option<WatchEnd> {
+        for (line, event) in decoded.unwrap_or_default() {
+            if let Some(end) = self.take(&line, event, latest).await {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// Applies one decoded watch event; `Some` if it ends the watch.
+    async fn take(&self, line: &[u8], event: Decoding<K>, latest: &mut Latest) -> Option<WatchEnd> {
+        // One unit of tokio's cooperative budget per event: a chunk can hold hundreds of
+        // events, and reading them takes none, so without this a burst would keep the thread
+        // until its last event is cached. Giving it up every so often lets the workers take
+        // their keys while the objects are still in the processor's cache.
+        tokio::task::consume_budget().await;
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => return Some(unparsed(line, err)),
+        };
+        match event {
+            WatchEvent::Added(Some((obj, json))) | WatchEvent::Modified(Some((obj, json))) => {
+                note_version(latest, &obj);
+                self.fan_out.apply(obj, json);
+            }
+            WatchEvent::Deleted(Some((obj, _))) => {
+                note_version(latest, &obj);
+                self.fan_out.delete(obj);
+            }
+            WatchEvent::Added(None) | WatchEvent::Modified(None) | WatchEvent::Deleted(None) => {}
+            WatchEvent::Bookmark(bookmark) => {
+                *latest = Latest::Text(bookmark.metadata.resource_version.into());
+            }
+            WatchEvent::Error(status) if status.code == 410 => return Some(WatchEnd::Gone),
+            WatchEvent::Error(status) => {
+                return Some(WatchEnd::Failed(kube::Error::Api(status)));
+            }
+        }
+        self.progress.publish(latest);
+        None
     }
 }
 

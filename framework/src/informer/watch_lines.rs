@@ -1,14 +1,16 @@
 //! Opens a watch and splits its response body into event lines, copying none that arrive whole.
 //!
 //! kube's `Client::request_events` copies each line into a `String` and parses its object
-//! twice when it is kept as text; here each line is a slice of the chunk it arrived in (only a
-//! line split over chunks is copied, once), so the reflector parses every event exactly once.
+//! twice when it is kept as text; here each line shares the chunk it arrived in (only a line
+//! split over chunks is copied, once), so the reflector parses every event exactly once, and
+//! can hand lines that are already there to another thread (see `decode_ahead`).
 
 use std::time::Duration;
 
-use bytes::{Buf as _, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use futures::FutureExt as _;
 use http_body_util::BodyExt as _;
-use hyper::body::Body as HttpBody;
+use hyper::body::{Body as HttpBody, Frame};
 use kube::client::Body;
 use kube::core::Status;
 
@@ -19,10 +21,8 @@ pub(crate) struct WatchLines<B = Body> {
     chunk: Bytes,
     /// The start of a line whose end has not arrived yet.
     partial: BytesMut,
-    /// How much of `chunk` the line returned last takes up.
-    returned: usize,
-    /// Whether the line returned last was joined in `partial`.
-    joined: bool,
+    /// Whether the body has ended (or failed): no more chunks will come.
+    ended: bool,
     /// The body's failure, once it failed.
     failed: Option<kube::Error>,
 }
@@ -58,8 +58,7 @@ where
             body,
             chunk: Bytes::new(),
             partial: BytesMut::new(),
-            returned: 0,
-            joined: false,
+            ended: false,
             failed: None,
         }
     }
@@ -68,43 +67,68 @@ where
     /// by the end of the body, or by the connection breaking mid-chunk, ends the stream too:
     /// the reflector resumes from the last version it saw. Waiting for the next chunk longer
     /// than `idle` is [`Idle`]; a line already received is returned without a timer.
-    pub(crate) async fn next(&mut self, idle: Duration) -> Result<Option<&[u8]>, Idle> {
-        // What the line returned last took up: it is only borrowed until this call.
-        self.chunk.advance(std::mem::take(&mut self.returned));
-        if self.joined {
-            self.partial.clear();
-            self.joined = false;
-        }
+    pub(crate) async fn next(&mut self, idle: Duration) -> Result<Option<Bytes>, Idle> {
         loop {
-            if let Some(end) = memchr::memchr(b'\n', &self.chunk) {
-                self.returned = end + 1;
-                if !self.partial.is_empty() {
-                    self.partial.extend_from_slice(&self.chunk[..end]);
-                    self.joined = true;
-                    return Ok(Some(&self.partial));
-                }
-                if end == 0 {
-                    self.chunk.advance(std::mem::take(&mut self.returned));
-                    continue;
-                }
-                return Ok(Some(&self.chunk[..end]));
+            if let Some(line) = self.buffered() {
+                return Ok(Some(line));
             }
-            if !self.chunk.is_empty() {
-                self.partial.extend_from_slice(&self.chunk);
-                self.chunk.clear();
+            if self.ended {
+                return Ok(None);
             }
             let frame = tokio::time::timeout(idle, self.body.frame()).await;
-            match frame.map_err(|_| Idle)? {
-                None => return Ok(None),
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        self.chunk = data;
-                    }
+            self.receive(frame.map_err(|_| Idle)?);
+        }
+    }
+
+    /// The next complete line if it has arrived already, in the chunk at hand or in chunks the
+    /// body has ready; `None` if it would have to be waited for (or the body has ended).
+    pub(crate) fn buffered(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(line) = self.line_in_chunk() {
+                return Some(line);
+            }
+            if self.ended {
+                return None;
+            }
+            let frame = self.body.frame().now_or_never()?;
+            self.receive(frame);
+        }
+    }
+
+    /// The next complete line in the chunk at hand (blank lines skipped).
+    fn line_in_chunk(&mut self) -> Option<Bytes> {
+        while let Some(end) = memchr::memchr(b'\n', &self.chunk) {
+            let mut line = self.chunk.split_to(end + 1);
+            line.truncate(end);
+            if !self.partial.is_empty() {
+                self.partial.extend_from_slice(&line);
+                return Some(self.partial.split().freeze());
+            }
+            if !line.is_empty() {
+                return Some(line);
+            }
+        }
+        None
+    }
+
+    /// Takes in what the body gave: a chunk, its end, or its failure. What is left of the chunk
+    /// before it (no newline) is the start of a line.
+    fn receive(&mut self, frame: Option<Result<Frame<Bytes>, B::Error>>) {
+        if !self.chunk.is_empty() {
+            self.partial.extend_from_slice(&self.chunk);
+            self.chunk.clear();
+        }
+        match frame {
+            None => self.ended = true,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.chunk = data;
                 }
-                Some(Err(err)) if cut_off(&err) => return Ok(None),
-                Some(Err(err)) => {
+            }
+            Some(Err(err)) => {
+                self.ended = true;
+                if !cut_off(&err) {
                     self.failed = Some(kube::Error::ReadEvents(std::io::Error::other(err)));
-                    return Ok(None);
                 }
             }
         }
@@ -153,8 +177,8 @@ async fn refusal(code: http::StatusCode, body: Body) -> kube::Error {
 
 #[cfg(test)]
 mod tests {
+    use futures::channel::mpsc;
     use http_body_util::StreamBody;
-    use hyper::body::Frame;
 
     use super::*;
 
@@ -173,7 +197,7 @@ mod tests {
     async fn collect(mut lines: WatchLines<Chunks>) -> Vec<String> {
         let mut out = Vec::new();
         while let Some(line) = lines.next(Duration::from_secs(5)).await.expect("not idle") {
-            out.push(String::from_utf8_lossy(line).into_owned());
+            out.push(String::from_utf8_lossy(&line).into_owned());
         }
         assert!(lines.failure().is_none());
         out
@@ -187,5 +211,63 @@ mod tests {
             ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"],
             "blank lines are skipped and a line the body ends inside is dropped"
         );
+    }
+
+    type Fed = StreamBody<mpsc::UnboundedReceiver<Result<Frame<Bytes>, std::io::Error>>>;
+
+    fn feed(tx: &mpsc::UnboundedSender<Result<Frame<Bytes>, std::io::Error>>, chunk: &'static str) {
+        tx.unbounded_send(Ok(Frame::data(Bytes::from_static(chunk.as_bytes()))))
+            .expect("the lines are listening");
+    }
+
+    fn text(line: Option<Bytes>) -> Option<String> {
+        line.map(|l| String::from_utf8_lossy(&l).into_owned())
+    }
+
+    #[tokio::test]
+    async fn buffered_lines_come_from_every_chunk_that_has_arrived_and_none_is_waited_for() {
+        let (tx, rx) = mpsc::unbounded();
+        let mut lines: WatchLines<Fed> = WatchLines::new(StreamBody::new(rx));
+        assert_eq!(text(lines.buffered()), None, "nothing has arrived");
+        feed(&tx, "{\"a\":1}\n{\"b\"");
+        feed(&tx, ":2}\n{\"c\"");
+        assert_eq!(text(lines.buffered()).as_deref(), Some("{\"a\":1}"));
+        assert_eq!(
+            text(lines.buffered()).as_deref(),
+            Some("{\"b\":2}"),
+            "a line joined across two chunks that have both arrived"
+        );
+        assert_eq!(
+            text(lines.buffered()),
+            None,
+            "the rest of the line has not arrived"
+        );
+        feed(&tx, ":3}\n");
+        drop(tx);
+        let idle = Duration::from_secs(5);
+        assert_eq!(
+            text(lines.next(idle).await.expect("not idle")).as_deref(),
+            Some("{\"c\":3}"),
+            "the line kept its start while the body was waited for"
+        );
+        assert_eq!(text(lines.buffered()), None);
+        assert_eq!(text(lines.next(idle).await.expect("not idle")), None);
+        assert!(lines.failure().is_none(), "the body ended, it did not fail");
+    }
+
+    #[tokio::test]
+    async fn a_failure_seen_while_taking_buffered_lines_ends_the_stream_and_is_reported() {
+        let (tx, rx) = mpsc::unbounded();
+        let mut lines: WatchLines<Fed> = WatchLines::new(StreamBody::new(rx));
+        feed(&tx, "{\"a\":1}\n");
+        tx.unbounded_send(Err(std::io::Error::other("reset by peer")))
+            .expect("the lines are listening");
+        assert_eq!(text(lines.buffered()).as_deref(), Some("{\"a\":1}"));
+        assert_eq!(text(lines.buffered()), None);
+        feed(&tx, "{\"after\":1}\n");
+        let next = lines.next(Duration::from_secs(5)).await.expect("not idle");
+        assert_eq!(text(next), None, "nothing is read past the failure");
+        let failure = lines.failure().map(|e| e.to_string()).unwrap_or_default();
+        assert!(failure.contains("reset by peer"), "{failure}");
     }
 }

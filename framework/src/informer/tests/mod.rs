@@ -1,5 +1,6 @@
 //! Informer tests that run the reflector against the fake API server.
 
+mod backlog;
 mod cooperation;
 mod namespaces;
 mod relist;

@@ -1,0 +1,94 @@
+//! Decodes a backlog of watch lines on the blocking pool while the reflector applies earlier ones.
+//!
+//! A watch that has fallen behind (a burst of changes, a slow consumer, a resumed connection)
+//! has many events ready at once. Decoding is most of what an event costs, so the reflector
+//! hands such a backlog, in batches, to tokio's blocking pool and applies the decoded batches in
+//! the order the lines arrived, while the next batches decode on other cores. A line that comes
+//! alone is decoded on the reflector's task: no thread hop when the watch keeps up.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use super::decode::{Decoder, Event};
+
+/// Ready lines at which a batch is decoded on the blocking pool rather than here.
+pub(super) const BACKLOG: usize = 64;
+
+/// The most lines in one batch.
+pub(super) const MAX_BATCH: usize = 512;
+
+/// The most batches decoding at once.
+const IN_FLIGHT: usize = 4;
+
+/// One line's decoding: the event, or why the line is not one.
+pub(super) type Decoding<K> = Result<Event<K>, serde_json::Error>;
+
+/// A batch's lines, each with its decoding.
+pub(super) type Decoded<K> = Vec<(Bytes, Decoding<K>)>;
+
+/// The batches being decoded, oldest first.
+pub(super) struct DecodeAhead<K> {
+    decoder: Arc<Decoder<K>>,
+    batches: VecDeque<JoinHandle<Decoded<K>>>,
+}
+
+impl<K> DecodeAhead<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    pub(super) fn new(decoder: Arc<Decoder<K>>) -> Self {
+        Self {
+            decoder,
+            batches: VecDeque::new(),
+        }
+    }
+
+    /// Whether no batch is being decoded: the next line may be decoded where it is read.
+    pub(super) fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Whether `lines` ready lines go to the blocking pool: a backlog does, and so does any line
+    /// read while earlier batches decode (it must be applied after them).
+    pub(super) fn takes(&self, lines: usize) -> bool {
+        lines >= BACKLOG || (lines > 0 && !self.batches.is_empty())
+    }
+
+    /// Whether a batch must be applied before another can start decoding.
+    pub(super) fn is_full(&self) -> bool {
+        self.batches.len() >= IN_FLIGHT
+    }
+
+    /// Starts decoding `lines` on the blocking pool, in the caller's tracing span.
+    pub(super) fn push(&mut self, lines: Vec<Bytes>) {
+        let decoder = Arc::clone(&self.decoder);
+        let span = tracing::Span::current();
+        self.batches.push_back(tokio::task::spawn_blocking(move || {
+            span.in_scope(|| {
+                lines
+                    .into_iter()
+                    .map(|line| {
+                        let event = decoder.event(&line);
+                        (line, event)
+                    })
+                    .collect()
+            })
+        }));
+    }
+
+    /// The oldest batch, once decoded; `None` if there is none, or the runtime is shutting down.
+    /// A panic while decoding (in a user's transform) goes on in the caller, as it would have
+    /// had the batch been decoded there.
+    pub(super) async fn oldest(&mut self) -> Option<Decoded<K>> {
+        match self.batches.pop_front()?.await {
+            Ok(decoded) => Some(decoded),
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            Err(_) => None,
+        }
+    }
+}
