@@ -1,5 +1,6 @@
 //! Reports a work queue's measurements in the `workqueue_*` families.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -11,9 +12,14 @@ use crate::queue::{Priority, QueueHooks};
 /// Queue hooks for one queue, labelled `name` and `controller` with the controller's name.
 #[derive(Debug)]
 pub(crate) struct WorkqueueMetrics {
+    /// The sum of the ready keys at every priority.
     depth: IntGauge,
-    /// Ready keys per priority: `workqueue_depth` is their sum.
-    depth_by_priority: Mutex<Vec<(Priority, usize)>>,
+    /// Ready keys at [`Priority::NORMAL`], where live changes go: kept without a lock, since
+    /// the queue reports it on every add and every get.
+    normal_depth: AtomicUsize,
+    /// Ready keys at each other priority, and their sum.
+    other_depths: Mutex<Vec<(Priority, usize)>>,
+    other_total: AtomicUsize,
     adds: IntCounter,
     queue_duration: Histogram,
     work_duration: Histogram,
@@ -27,7 +33,9 @@ impl WorkqueueMetrics {
         let labels = [name, name];
         Self {
             depth: metrics.depth.with_label_values(&labels),
-            depth_by_priority: Mutex::default(),
+            normal_depth: AtomicUsize::new(0),
+            other_depths: Mutex::default(),
+            other_total: AtomicUsize::new(0),
             adds: metrics.adds.with_label_values(&labels),
             queue_duration: metrics.queue_duration.with_label_values(&labels),
             work_duration: metrics.work_duration.with_label_values(&labels),
@@ -42,7 +50,9 @@ impl WorkqueueMetrics {
     /// Sets the gauges back to zero once the queue they describe is gone: a dropped queue holds
     /// no keys and no work (its counters and histograms keep their history).
     pub(crate) fn reset(&self) {
-        self.depth_by_priority.lock().clear();
+        self.other_depths.lock().clear();
+        self.other_total.store(0, Ordering::Relaxed);
+        self.normal_depth.store(0, Ordering::Relaxed);
         self.depth.set(0);
         self.unfinished.set(0.0);
         self.longest.set(0.0);
@@ -50,13 +60,22 @@ impl WorkqueueMetrics {
 }
 
 impl QueueHooks for WorkqueueMetrics {
+    /// The queue reports depths under its lock, one at a time, so the sum it sets is never
+    /// mixed from two reports.
     fn depth(&self, priority: Priority, depth: usize) {
-        let mut by_priority = self.depth_by_priority.lock();
-        match by_priority.iter_mut().find(|(p, _)| *p == priority) {
-            Some(entry) => entry.1 = depth,
-            None => by_priority.push((priority, depth)),
-        }
-        let total: usize = by_priority.iter().map(|(_, d)| d).sum();
+        let total = if priority == Priority::NORMAL {
+            self.normal_depth.store(depth, Ordering::Relaxed);
+            depth + self.other_total.load(Ordering::Relaxed)
+        } else {
+            let mut others = self.other_depths.lock();
+            match others.iter_mut().find(|(p, _)| *p == priority) {
+                Some(entry) => entry.1 = depth,
+                None => others.push((priority, depth)),
+            }
+            let others: usize = others.iter().map(|(_, d)| d).sum();
+            self.other_total.store(others, Ordering::Relaxed);
+            others + self.normal_depth.load(Ordering::Relaxed)
+        };
         self.depth.set(i64::try_from(total).unwrap_or(i64::MAX));
     }
 
@@ -82,5 +101,43 @@ impl QueueHooks for WorkqueueMetrics {
 
     fn retry(&self) {
         self.retries.inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus::Registry;
+
+    use super::*;
+
+    fn depth(registry: &Registry) -> f64 {
+        registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "workqueue_depth")
+            .flat_map(|f| f.get_metric().iter())
+            .map(|m| m.get_gauge().get_value())
+            .sum()
+    }
+
+    #[test]
+    fn the_depth_is_the_sum_of_the_latest_report_of_every_priority() -> anyhow::Result<()> {
+        let registry = Registry::new();
+        let hooks = WorkqueueMetrics::new(&Metrics::new(&registry)?, "q");
+        hooks.depth(Priority::NORMAL, 3);
+        hooks.depth(Priority::LOW, 2);
+        hooks.depth(Priority(7), 4);
+        assert!((depth(&registry) - 9.0).abs() < f64::EPSILON);
+        hooks.depth(Priority::NORMAL, 1);
+        hooks.depth(Priority::LOW, 0);
+        assert!((depth(&registry) - 5.0).abs() < f64::EPSILON);
+        hooks.reset();
+        assert!(depth(&registry).abs() < f64::EPSILON);
+        hooks.depth(Priority::LOW, 1);
+        assert!(
+            (depth(&registry) - 1.0).abs() < f64::EPSILON,
+            "a reset forgets every priority's depth"
+        );
+        Ok(())
     }
 }
