@@ -4,7 +4,6 @@
 //! parked ones stay in flight); then the `FAST` keys are sent on the `reconcile_on` stream and timed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -18,7 +17,11 @@ use super::{Load, Stop, fake_with, fast, slots, start_ours, start_theirs};
 type Start<T> = Box<dyn FnOnce(FakeApiServer, Arc<Load>, UnboundedReceiver<T>) -> Stop>;
 
 /// Lets the initial list's reconciles finish, then times `FAST` keys made by `key`.
-async fn measure<T>(parked: usize, start: Start<T>, key: impl Fn(String) -> T) -> Option<Duration> {
+async fn measure<T>(
+    parked: usize,
+    start: Start<T>,
+    key: impl Fn(String) -> T,
+) -> Option<super::Timed> {
     let fake = fake_with(&[("parked", parked), ("fast", fast())]);
     let load = Load::new(parked, fast());
     let (sender, receiver) = unbounded();
@@ -43,14 +46,14 @@ fn send<T>(sender: &UnboundedSender<T>, keys: Vec<T>) {
     }
 }
 
-pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<Duration> {
+pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<super::Timed> {
     let slots = slots(parked, concurrency);
     let start: Start<ObjectKey> =
         Box::new(move |fake, load, keys| start_ours(&fake, load, slots, |c| c.reconcile_on(keys)));
     measure(parked, start, |name| ObjectKey::new(Some("default"), &name)).await
 }
 
-pub(super) async fn kube_runtime(parked: usize, concurrency: usize) -> Option<Duration> {
+pub(super) async fn kube_runtime(parked: usize, concurrency: usize) -> Option<super::Timed> {
     let slots = slots(parked, concurrency);
     let start: Start<ObjectRef<ConfigMap>> = Box::new(move |fake, load, keys| {
         start_theirs(&fake, load, slots, |c| c.reconcile_on(keys))

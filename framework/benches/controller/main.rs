@@ -116,16 +116,32 @@ impl Load {
     }
 
     /// Runs `work`, then waits for the fast count to reach `target`: the time taken, or `None`.
-    async fn time_until(&self, target: usize, work: impl FnOnce()) -> Option<Duration> {
+    async fn time_until(&self, target: usize, work: impl FnOnce()) -> Option<Timed> {
         self.fast_target.store(target, Ordering::SeqCst);
         let done = self.fast_done.notified();
+        let cpu_before = cpu_time();
         let started = tokio::time::Instant::now();
         work();
-        tokio::time::timeout(TIMEOUT, done)
-            .await
-            .ok()
-            .map(|()| started.elapsed())
+        tokio::time::timeout(TIMEOUT, done).await.ok()?;
+        let wall = started.elapsed();
+        let cpu = cpu_time()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
+        Some(Timed { wall, cpu })
     }
+}
+
+/// A timed row: its wall-clock time, and the CPU time the whole process used meanwhile (on
+/// every thread; `None` if `/proc` could not be read).
+#[derive(Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+/// The CPU time this process has used so far (in the kernel's 10 ms ticks).
+fn cpu_time() -> Option<Duration> {
+    kubeward::testing::cpu_time(std::process::id()).ok()
 }
 
 /// kubeward's reconciler over a `Load`.
@@ -281,25 +297,34 @@ fn ours_only() -> bool {
     std::env::args().any(|a| a == "ours")
 }
 
-/// A floor's time (`None`: it could not be measured).
+/// A floor's time (`None`: it could not be measured), on one thread: its CPU time too.
 #[derive(Clone, Copy)]
 struct Floor(Option<Duration>);
 
+/// `part` / `whole`, as "1.23×"; "–" if either is missing.
+fn times(part: Option<Duration>, whole: Option<Duration>) -> String {
+    match (part, whole) {
+        (Some(p), Some(w)) => format!("{:.2}×", p.as_secs_f64() / w.as_secs_f64()),
+        _ => "–".into(),
+    }
+}
+
 /// One table: every (concurrency, parked) row, or only the one named on the command line. With
-/// a `floor` (the time to do only part of the work), two columns compare kubeward with it.
+/// a `floor` (the time to do only part of the work on one thread), three columns compare
+/// kubeward with it: its rate, and kubeward's wall-clock and CPU time over the floor's.
 async fn table<F, G>(
     mut ours: impl FnMut(usize, usize) -> F,
     mut theirs: impl FnMut(usize, usize) -> G,
     floor: Option<Floor>,
 ) where
-    F: Future<Output = Option<Duration>>,
-    G: Future<Output = Option<Duration>>,
+    F: Future<Output = Option<Timed>>,
+    G: Future<Output = Option<Timed>>,
 {
     if floor.is_some() {
         println!(
-            "| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime | decode floor | kubeward's time / the floor's |"
+            "| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime | decode floor | kubeward's time / the floor's | kubeward's CPU time / the floor's |"
         );
-        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     } else {
         println!("| concurrency | parked | kubeward | kube-runtime | kubeward vs kube-runtime |");
         println!("| ---: | ---: | ---: | ---: | ---: |");
@@ -310,18 +335,21 @@ async fn table<F, G>(
             if only.len() == 2 && only != [concurrency, parked] {
                 continue;
             }
-            let a = ours(parked, concurrency).await;
+            let timed = ours(parked, concurrency).await;
             let b = if ours_only() {
                 None
             } else {
-                theirs(parked, concurrency).await
+                theirs(parked, concurrency).await.map(|t| t.wall)
             };
+            let a = timed.map(|t| t.wall);
             let beside_floor = floor.map_or_else(String::new, |Floor(floor)| {
-                let vs = match (a, floor) {
-                    (Some(a), Some(f)) => format!("{:.2}×", a.as_secs_f64() / f.as_secs_f64()),
-                    _ => "–".into(),
-                };
-                format!(" {} | {vs} |", show(floor))
+                let cpu = timed.and_then(|t| t.cpu);
+                format!(
+                    " {} | {} | {} |",
+                    show(floor),
+                    times(a, floor),
+                    times(cpu, floor)
+                )
             });
             println!(
                 "| {concurrency} | {parked} | {} | {} | {} |{beside_floor}",

@@ -2,7 +2,6 @@
 //! are made while the watch is paused, and the clock runs from its resumption.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kubeward::testing::FakeApiServer;
 
@@ -12,7 +11,7 @@ use super::{Load, Stop, TIMEOUT, fake_with, fast, seed, slots, start_ours, start
 async fn measure(
     parked: usize,
     start: impl FnOnce(&FakeApiServer, Arc<Load>) -> Stop,
-) -> Option<Duration> {
+) -> Option<super::Timed> {
     let fake = fake_with(&[("parked", parked)]);
     let load = Load::new(parked, fast());
     let stop = start(&fake, Arc::clone(&load));
@@ -40,12 +39,12 @@ async fn watching(fake: &FakeApiServer) -> bool {
     .is_ok()
 }
 
-pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<Duration> {
+pub(super) async fn kubeward(parked: usize, concurrency: usize) -> Option<super::Timed> {
     let slots = slots(parked, concurrency);
     measure(parked, |fake, load| start_ours(fake, load, slots, |c| c)).await
 }
 
-pub(super) async fn kube_runtime(parked: usize, concurrency: usize) -> Option<Duration> {
+pub(super) async fn kube_runtime(parked: usize, concurrency: usize) -> Option<super::Timed> {
     let slots = slots(parked, concurrency);
     measure(parked, |fake, load| start_theirs(fake, load, slots, |c| c)).await
 }
