@@ -286,11 +286,7 @@ where
                 }
                 received = true;
             }
-            while batch.len() < MAX_BATCH
-                && let Some(line) = lines.buffered()
-            {
-                batch.push(line);
-            }
+            lines.gather(&mut batch, MAX_BATCH).await;
             if ahead.takes(batch.len()) {
                 if ahead.is_full()
                     && let Some(end) = self.apply(ahead.oldest().await, latest).await

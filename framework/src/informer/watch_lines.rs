@@ -95,6 +95,27 @@ where
         }
     }
 
+    /// Adds to `batch` the lines that have arrived, up to `max` in all. While they come several
+    /// at once (the server is behind: it sends events one to a chunk only when it has no
+    /// more), gives the connection's task a turn to read the next chunks, so that a backlog is
+    /// gathered into one batch; a line that came alone is left as it is.
+    pub(crate) async fn gather(&mut self, batch: &mut Vec<Bytes>, max: usize) {
+        let mut before = 0;
+        loop {
+            while batch.len() < max
+                && let Some(line) = self.buffered()
+            {
+                batch.push(line);
+            }
+            let now = batch.len();
+            if now < 2 || now >= max || now == before {
+                return;
+            }
+            before = now;
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// The next complete line in the chunk at hand (blank lines skipped).
     fn line_in_chunk(&mut self) -> Option<Bytes> {
         while let Some(end) = memchr::memchr(b'\n', &self.chunk) {

@@ -14,6 +14,7 @@ use kubeward::informer::{self, Factory, SharedInformer, handler_fns};
 use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 use kubeward_tests::event_about_a_config_map;
 
+mod backlog;
 mod cached;
 mod crd;
 mod strict;
