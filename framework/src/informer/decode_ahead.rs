@@ -16,11 +16,15 @@ use tokio::task::JoinHandle;
 
 use super::decode::{Decoder, Event};
 
-/// Ready lines at which a batch is decoded on the blocking pool rather than here.
-pub(super) const BACKLOG: usize = 64;
+/// Gathered lines that make a backlog, decoded on the blocking pool rather than here: this
+/// many, or at least two of this many bytes in all (a few large objects are worth it too).
+const BACKLOG_LINES: usize = 64;
+const BACKLOG_BYTES: usize = 64 << 10;
 
-/// The most lines in one batch.
-pub(super) const MAX_BATCH: usize = 512;
+/// The most lines, and bytes of lines, in one batch: what a backlog holds in memory before it is
+/// decoded is at most [`IN_FLIGHT`] times this.
+pub(super) const MAX_BATCH_LINES: usize = 512;
+pub(super) const MAX_BATCH_BYTES: usize = 1 << 20;
 
 /// The most batches decoding at once.
 const IN_FLIGHT: usize = 4;
@@ -53,10 +57,13 @@ where
         self.batches.is_empty()
     }
 
-    /// Whether `lines` ready lines go to the blocking pool: a backlog does, and so does any line
-    /// read while earlier batches decode (it must be applied after them).
-    pub(super) fn takes(&self, lines: usize) -> bool {
-        lines >= BACKLOG || (lines > 0 && !self.batches.is_empty())
+    /// Whether a batch of `lines` lines, `bytes` bytes in all, goes to the blocking pool: a
+    /// backlog does, and so does any line read while earlier batches decode (it must be
+    /// applied after them).
+    pub(super) fn takes(&self, lines: usize, bytes: usize) -> bool {
+        lines >= BACKLOG_LINES
+            || (lines >= 2 && bytes >= BACKLOG_BYTES)
+            || (lines > 0 && !self.batches.is_empty())
     }
 
     /// Whether a batch must be applied before another can start decoding.
@@ -90,5 +97,35 @@ where
             Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
             Err(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::informer::Config;
+    use crate::informer::transforms::Transforms;
+
+    #[tokio::test]
+    async fn a_backlog_is_many_lines_or_a_few_large_ones_and_lines_after_a_batch_follow_it() {
+        let decoder = Decoder::<ConfigMap>::new(
+            "/cms",
+            &Config::default(),
+            Arc::new(Transforms::new(true)),
+            Arc::default(),
+        );
+        let mut ahead = DecodeAhead::new(Arc::new(decoder));
+        assert!(!ahead.takes(BACKLOG_LINES - 1, 100), "a few small lines");
+        assert!(ahead.takes(BACKLOG_LINES, 100));
+        assert!(ahead.takes(2, BACKLOG_BYTES), "two large objects");
+        assert!(!ahead.takes(1, MAX_BATCH_BYTES), "one line, however large");
+        ahead.push(Vec::new());
+        assert!(
+            ahead.takes(1, 10),
+            "a line read while a batch decodes goes after it"
+        );
+        assert!(!ahead.takes(0, 0));
     }
 }

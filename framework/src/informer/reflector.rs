@@ -14,7 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::decode::Decoder;
-use super::decode_ahead::{DecodeAhead, Decoded, Decoding, MAX_BATCH};
+use super::decode_ahead::{DecodeAhead, Decoded, Decoding, MAX_BATCH_BYTES, MAX_BATCH_LINES};
 use super::fan_out::FanOut;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
@@ -286,8 +286,10 @@ where
                 }
                 received = true;
             }
-            lines.gather(&mut batch, MAX_BATCH).await;
-            if ahead.takes(batch.len()) {
+            let bytes = lines
+                .gather(&mut batch, MAX_BATCH_LINES, MAX_BATCH_BYTES)
+                .await;
+            if ahead.takes(batch.len(), bytes) {
                 if ahead.is_full()
                     && let Some(end) = self.apply(ahead.oldest().await, latest).await
                 {

@@ -95,21 +95,30 @@ where
         }
     }
 
-    /// Adds to `batch` the lines that have arrived, up to `max` in all. While they come several
-    /// at once (the server is behind: it sends events one to a chunk only when it has no
-    /// more), gives the connection's task a turn to read the next chunks, so that a backlog is
-    /// gathered into one batch; a line that came alone is left as it is.
-    pub(crate) async fn gather(&mut self, batch: &mut Vec<Bytes>, max: usize) {
+    /// Adds to `batch` the lines that have arrived, until it holds `max_lines` lines or
+    /// `max_bytes` bytes; returns the bytes it holds. While lines come several at once (the
+    /// server is behind: it sends events one to a chunk only when it has no more), gives the
+    /// connection's task a turn to read the next chunks, so that a backlog is gathered into one
+    /// batch; a line that came alone is left as it is.
+    pub(crate) async fn gather(
+        &mut self,
+        batch: &mut Vec<Bytes>,
+        max_lines: usize,
+        max_bytes: usize,
+    ) -> usize {
+        let mut bytes: usize = batch.iter().map(Bytes::len).sum();
         let mut before = 0;
         loop {
-            while batch.len() < max
+            while batch.len() < max_lines
+                && bytes < max_bytes
                 && let Some(line) = self.buffered()
             {
+                bytes += line.len();
                 batch.push(line);
             }
             let now = batch.len();
-            if now < 2 || now >= max || now == before {
-                return;
+            if now < 2 || now >= max_lines || bytes >= max_bytes || now == before {
+                return bytes;
             }
             before = now;
             tokio::task::yield_now().await;
@@ -290,5 +299,35 @@ mod tests {
         assert_eq!(text(next), None, "nothing is read past the failure");
         let failure = lines.failure().map(|e| e.to_string()).unwrap_or_default();
         assert!(failure.contains("reset by peer"), "{failure}");
+    }
+
+    #[tokio::test]
+    async fn a_gathered_batch_stops_at_its_line_or_byte_limit_and_the_rest_stays_for_the_next() {
+        let (tx, rx) = mpsc::unbounded();
+        let mut lines: WatchLines<Fed> = WatchLines::new(StreamBody::new(rx));
+        feed(
+            &tx,
+            "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n",
+        );
+        feed(&tx, "{\"n\":6}\n{\"n\":7}\n");
+        let mut batch = Vec::new();
+        let bytes = lines.gather(&mut batch, 3, 1 << 20).await;
+        assert_eq!(batch.len(), 3, "at most three lines");
+        assert_eq!(bytes, 21, "three lines of seven bytes");
+        let mut batch = Vec::new();
+        let bytes = lines.gather(&mut batch, 100, 10).await;
+        assert_eq!(
+            (batch.len(), bytes),
+            (2, 14),
+            "the line that reaches ten bytes is the last"
+        );
+        let mut batch = Vec::new();
+        lines.gather(&mut batch, 100, 1 << 20).await;
+        let rest: Vec<_> = batch.into_iter().map(|l| text(Some(l))).collect();
+        assert_eq!(
+            rest,
+            [Some("{\"n\":6}".to_owned()), Some("{\"n\":7}".to_owned())],
+            "the rest, across the chunks that have arrived, in order"
+        );
     }
 }
