@@ -88,17 +88,22 @@ where
         }));
     }
 
-    /// The oldest batch, once decoded; `None` if there is none, or the runtime is shutting down.
-    /// A panic while decoding (in a user's transform) goes on in the caller, as it would have
-    /// had the batch been decoded there.
-    pub(super) async fn oldest(&mut self) -> Option<Decoded<K>> {
-        match self.batches.pop_front()?.await {
-            Ok(decoded) => Some(decoded),
+    /// The oldest batch, once decoded; `None` if there is none. A batch the runtime dropped
+    /// (it is shutting down) is `Err(Dropped)`: its events never reached the cache, so the
+    /// watch must resume from the last one that did. A panic while decoding (in a user's
+    /// transform) goes on in the caller, as it would have had the batch been decoded there.
+    pub(super) async fn oldest(&mut self) -> Option<Result<Decoded<K>, Dropped>> {
+        Some(match self.batches.pop_front()?.await {
+            Ok(decoded) => Ok(decoded),
             Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-            Err(_) => None,
-        }
+            Err(_) => Err(Dropped),
+        })
     }
 }
+
+/// A batch the runtime dropped before it was decoded.
+#[derive(Debug)]
+pub(super) struct Dropped;
 
 #[cfg(test)]
 mod tests {

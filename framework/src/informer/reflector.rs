@@ -14,7 +14,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::decode::Decoder;
-use super::decode_ahead::{DecodeAhead, Decoded, Decoding, MAX_BATCH_BYTES, MAX_BATCH_LINES};
+use super::decode_ahead::{
+    DecodeAhead, Decoded, Decoding, Dropped, MAX_BATCH_BYTES, MAX_BATCH_LINES,
+};
 use super::fan_out::FanOut;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
@@ -291,13 +293,14 @@ where
                 .await;
             if ahead.takes(batch.len(), bytes) {
                 if ahead.is_full()
-                    && let Some(end) = self.apply(ahead.oldest().await, latest).await
+                    && let Some(decoded) = ahead.oldest().await
+                    && let Some(end) = self.apply(decoded, latest).await
                 {
                     return end;
                 }
                 ahead.push(batch);
-            } else if !ahead.is_empty() {
-                if let Some(end) = self.apply(ahead.oldest().await, latest).await {
+            } else if let Some(decoded) = ahead.oldest().await {
+                if let Some(end) = self.apply(decoded, latest).await {
                     return end;
                 }
             } else {
@@ -311,9 +314,17 @@ where
         }
     }
 
-    /// Applies a batch decoded ahead, in order; `Some` if one of its events ends the watch.
-    async fn apply(&self, decoded: Option<Decoded<K>>, latest: &mut Latest) -> Option<WatchEnd> {
-        for (line, event) in decoded.unwrap_or_default() {
+    /// Applies a batch decoded ahead, in order; `Some` if one of its events ends the watch, or
+    /// if the batch was dropped (the watch then resumes from the last event applied).
+    async fn apply(
+        &self,
+        decoded: Result<Decoded<K>, Dropped>,
+        latest: &mut Latest,
+    ) -> Option<WatchEnd> {
+        let Ok(decoded) = decoded else {
+            return Some(WatchEnd::Resume { received: true });
+        };
+        for (line, event) in decoded {
             if let Some(end) = self.take(&line, event, latest).await {
                 return Some(end);
             }
