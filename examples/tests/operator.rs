@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{
     Binaries, ControlPlane, TcpProxy, events_about, free_addr, get, install_definition,
-    lease_holder, scrape, terminate, wait_for,
+    lease_holder, scrape, signal, terminate, wait_for,
 };
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{
@@ -417,19 +417,6 @@ async fn with_the_apiserver_unreachable_it_keeps_retrying_unready_and_says_why()
     Ok(())
 }
 
-/// Sends `signal` (`-INT`, `-TERM`) to the operator.
-fn send(operator: &Operator, signal: &str) -> anyhow::Result<()> {
-    let pid = operator.0.id().to_string();
-    anyhow::ensure!(
-        Command::new("kill")
-            .args([signal, &pid])
-            .status()?
-            .success(),
-        "{signal} was not delivered"
-    );
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() -> anyhow::Result<()>
 {
@@ -472,7 +459,7 @@ async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() 
     )
     .await?;
 
-    send(&operator, "-INT")?;
+    signal(&operator.0, "INT")?;
     wait_for(
         Duration::from_secs(10),
         "the operator to log that it is shutting down",
@@ -489,7 +476,7 @@ async fn a_second_ctrl_c_during_a_graceful_shutdown_exits_at_once_with_code_1() 
         "the first SIGINT waits for the 20 s reconcile"
     );
 
-    send(&operator, "-INT")?;
+    signal(&operator.0, "INT")?;
     let exited = wait_for(
         Duration::from_secs(1),
         "the operator to exit within a second of the second SIGINT",

@@ -39,7 +39,7 @@ pub use lease::lease_holder;
 pub use noop::NoopReconciler;
 pub use proxy::TcpProxy;
 pub use resources::{cpu_time, resident_bytes};
-pub use terminate::terminate;
+pub use terminate::{signal, terminate};
 pub use tls::presents;
 pub use wait::{install_crd, install_definition, wait_for};
 
