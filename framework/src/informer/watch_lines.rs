@@ -69,7 +69,7 @@ where
     /// than `idle` is [`Idle`]; a line already received is returned without a timer.
     pub(crate) async fn next(&mut self, idle: Duration) -> Result<Option<Bytes>, Idle> {
         loop {
-            if let Some(line) = self.buffered() {
+            if let Some(line) = self.line_in_chunk() {
                 return Ok(Some(line));
             }
             if self.ended {
