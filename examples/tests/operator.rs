@@ -1,5 +1,8 @@
 //! The example operator binary as a child process: readiness follows its cache, SIGTERM drains.
 
+#[path = "operator/first_run.rs"]
+mod first_run;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -675,6 +678,44 @@ fn assert_outage_lines(back: &str, failed: f64, outage: Duration) {
     );
 }
 
+/// A kubeconfig with one context, `here`, whose cluster is `cluster` (indented YAML lines).
+fn kubeconfig_with(cluster: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n{cluster}users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: here\n  context:\n    cluster: c\n    user: u\ncurrent-context: here\n"
+    )
+}
+
+/// Runs the operator with `args` and `KUBECONFIG` set to `kubeconfig` (unset when `None`), with
+/// a `HOME` without `.kube` and outside a pod; checks that it exits with code 2 and prints one
+/// line containing `expected`.
+fn refused_in_one_line(
+    args: &[String],
+    kubeconfig: Option<&std::path::Path>,
+    expected: &str,
+) -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_configmap_generator"));
+    command
+        .args(args)
+        .env("HOME", home.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBECONFIG");
+    if let Some(path) = kubeconfig {
+        command.env("KUBECONFIG", path);
+    }
+    let output = command.output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let case = format!("{args:?} with KUBECONFIG {kubeconfig:?}");
+    assert_eq!(output.status.code(), Some(2), "{case}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{case}: one line, got {stderr}");
+    assert!(
+        lines[0].contains(expected),
+        "{case}: expected {expected:?} in {stderr}"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_missing_or_malformed_kubeconfig_or_an_unknown_context_is_one_line_naming_it()
 -> anyhow::Result<()> {
@@ -683,10 +724,7 @@ fn a_missing_or_malformed_kubeconfig_or_an_unknown_context_is_one_line_naming_it
     let malformed = dir.path().join("malformed.yaml");
     std::fs::write(&malformed, "clusters: [unclosed\n")?;
     let good = dir.path().join("good.yaml");
-    std::fs::write(
-        &good,
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: here\n  context:\n    cluster: c\n    user: u\ncurrent-context: here\n",
-    )?;
+    std::fs::write(&good, kubeconfig_with("    server: http://127.0.0.1:9\n"))?;
     let cases: [(Vec<String>, String); 4] = [
         (
             vec!["--kubeconfig".into(), missing.display().to_string()],
@@ -717,18 +755,63 @@ fn a_missing_or_malformed_kubeconfig_or_an_unknown_context_is_one_line_naming_it
         ),
     ];
     for (args, expected) in cases {
-        let output = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
-            .args(&args)
-            .env("KUBECONFIG", &good)
-            .output()?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 1, "{args:?}: one line, got {stderr}");
-        assert!(
-            lines[0].contains(&expected),
-            "{args:?}: expected {expected:?} in {stderr}"
-        );
+        refused_in_one_line(&args, Some(&good), &expected)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn no_kubeconfig_a_missing_kubeconfig_variable_or_a_missing_ca_file_is_one_line_saying_what_to_do()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let missing = dir.path().join("nowhere.yaml");
+    let (ca, no_ca) = (dir.path().join("ca.crt"), dir.path().join("no-ca.yaml"));
+    let cluster = format!(
+        "    server: https://127.0.0.1:9\n    certificate-authority: {}\n",
+        ca.display()
+    );
+    std::fs::write(&no_ca, kubeconfig_with(&cluster))?;
+    let unusable = "error: no usable Kubernetes client configuration:";
+    let fix = "; pass --kubeconfig PATH, set KUBECONFIG, or run in a pod with a service account";
+    // (flags, KUBECONFIG, the line expected)
+    let cases: [(Vec<String>, Option<&std::path::Path>, String); 4] = [
+        (
+            vec![],
+            Some(&missing),
+            format!(
+                "{unusable} KUBECONFIG={}: cannot read it: No such file or directory (os error 2){fix}",
+                missing.display()
+            ),
+        ),
+        (
+            vec![],
+            None,
+            format!(
+                "{unusable} no kubeconfig (KUBECONFIG is unset and ~/.kube/config does not \
+                 exist) and not in a pod (KUBERNETES_SERVICE_HOST is unset){fix}"
+            ),
+        ),
+        (
+            vec![],
+            Some(&no_ca),
+            format!(
+                "{unusable} KUBECONFIG={}: its certificate authority {}: cannot read it",
+                no_ca.display(),
+                ca.display()
+            ),
+        ),
+        (
+            vec!["--kubeconfig".into(), no_ca.display().to_string()],
+            None,
+            format!(
+                "{unusable} --kubeconfig {}: its certificate authority {}: cannot read it",
+                no_ca.display(),
+                ca.display()
+            ),
+        ),
+    ];
+    for (args, kubeconfig, expected) in cases {
+        refused_in_one_line(&args, kubeconfig, &expected)?;
     }
     Ok(())
 }

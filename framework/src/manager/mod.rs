@@ -23,6 +23,7 @@ mod http;
 mod logging;
 mod manifests;
 mod namespaces;
+mod program;
 mod ring;
 mod run;
 mod runnable;
@@ -62,8 +63,13 @@ pub enum Error {
     /// A global logger was already installed.
     #[error("installing the logger")]
     Logging(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// No client configuration could be found (kubeconfig or in-cluster).
-    #[error("finding the Kubernetes client configuration")]
+    /// No client configuration could be used: what was tried (`--kubeconfig`, `KUBECONFIG`,
+    /// `~/.kube/config`, in-cluster), its problem and how to fix it, on one line.
+    #[error("no usable Kubernetes client configuration: {0}")]
+    NoClientConfig(String),
+    /// A client could not be built for the configuration found (e.g. a TLS setting that does
+    /// not load).
+    #[error("building the Kubernetes client")]
     ClientConfig(#[source] Box<kube::Error>),
     /// An endpoint could not bind its address.
     #[error("binding the {what} endpoint to {addr}")]
@@ -296,8 +302,9 @@ impl Manager {
     ///
     /// # Errors
     /// [`Error::InvalidFlags`] (inconsistent leader-election timings, a `--kubeconfig` that does
-    /// not read, a `--context` it lacks), [`Error::Logging`], or [`Error::ClientConfig`] when no
-    /// cluster configuration can be found.
+    /// not read, a `--context` it lacks), [`Error::Logging`], [`Error::NoClientConfig`] when no
+    /// cluster configuration can be used, or [`Error::ClientConfig`] when no client can be built
+    /// for it.
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
