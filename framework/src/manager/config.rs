@@ -19,19 +19,21 @@ pub struct LeaderElection {
 
 /// What a manager does when it loses the Lease (`--leader-election-on-loss`).
 ///
-/// Either way its controllers stop at once, so it never reconciles without the Lease.
+/// Either way its controllers stop at once, so it never reconciles without the Lease. (The
+/// variants' docs are the flag's `--help`, so they are plain text: see
+/// [`Manager::run`](super::Manager::run), [`Error::LeadershipLost`](super::Error::LeadershipLost)
+/// and [`Runnable::next_term`](super::Runnable::next_term).)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 #[non_exhaustive]
 pub enum OnLeadershipLoss {
-    /// [`Manager::run`](super::Manager::run) returns
-    /// [`Error::LeadershipLost`](super::Error::LeadershipLost) and the process exits, as in
+    /// `Manager::run` returns `Error::LeadershipLost` and the process exits, as in
     /// controller-runtime; the restarted process lists every cache again.
     #[default]
     Exit,
     /// The manager stops its leader-only runnables, drops their work queues, keeps its informers
     /// and caches, and campaigns again; when it leads again its controllers start afresh, with
     /// every cached object queued once. Every leader-only runnable must be able to run again
-    /// ([`Runnable::next_term`](super::Runnable::next_term)); otherwise losing the Lease exits.
+    /// (`Runnable::next_term`); otherwise losing the Lease exits.
     Standby,
 }
 

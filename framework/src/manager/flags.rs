@@ -41,11 +41,13 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_LEADER_ELECT")]
     pub leader_elect: bool,
 
-    /// Name of the leader-election Lease.
+    /// Name of the leader-election Lease; by default this program's name with `-leader`, so
+    /// that two operators in one namespace never share a Lease (and never wait on each other).
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value = "kubeward-leader"
+        default_value_t = super::program::default_lease_name(),
+        value_name = "NAME"
     )]
     pub leader_election_id: String,
 
@@ -295,10 +297,10 @@ impl Flags {
     }
 }
 
-/// Ends the process on [`Error::InvalidFlags`] the way clap ends it on a bad flag: the mistake on
-/// one line, exit code 2. Any other error is handed back.
+/// Ends the process on [`Error::InvalidFlags`] and [`Error::NoClientConfig`] the way clap ends
+/// it on a bad flag: the mistake on one line, exit code 2. Any other error is handed back.
 pub(crate) fn exit_if_invalid(error: Error) -> Error {
-    if let Error::InvalidFlags(_) = error {
+    if let Error::InvalidFlags(_) | Error::NoClientConfig(_) = error {
         clap::Error::raw(
             clap::error::ErrorKind::ValueValidation,
             format!("{error}\n"),
@@ -540,7 +542,12 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(election.lease, "kubeward-leader");
+        assert_eq!(election.lease, super::super::program::default_lease_name());
+        assert!(
+            election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
+            "the default Lease is the program's own: {}",
+            election.lease
+        );
         assert_eq!(election.on_loss, OnLeadershipLoss::Exit);
     }
 

@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use kube::Client;
 
+use super::program::program;
 use super::{Error, Manager, Result};
 use crate::crd::CustomResourceDefinition;
 use crate::rbac::{self, PolicyRule};
@@ -62,7 +63,7 @@ impl Manager {
         if self.command.is_some() {
             self.manifests.lock().push(Recorded {
                 controller: controller.to_owned(),
-                crd: crd.map(|crd| self.point_conversion(crd)),
+                crd,
                 rbac,
             });
         }
@@ -70,15 +71,22 @@ impl Manager {
 
     /// Carries out `command` for the controllers added so far.
     pub(super) async fn run_command(&self, command: &Command) -> Result<()> {
-        let recorded = std::mem::take(&mut *self.manifests.lock());
+        let mut recorded = std::mem::take(&mut *self.manifests.lock());
         match command {
             Command::Crd => {
+                for r in &mut recorded {
+                    r.crd = r.crd.take().map(|crd| self.servable(crd));
+                }
                 let yaml = crds_yaml(&recorded)?;
                 std::io::stdout()
                     .write_all(yaml.as_bytes())
                     .map_err(|e| failed("printing the CRDs", e))
             }
             Command::Manifests { chart } => {
+                // The chart serves the conversion webhook, or turns it off, by its values.
+                for r in &mut recorded {
+                    r.crd = r.crd.take().map(|crd| self.point_conversion(crd));
+                }
                 let chart = chart.clone().unwrap_or_else(|| default_chart(&program()));
                 let webhooks = self.webhooks_yaml()?;
                 write_chart(&chart, &program(), &recorded, webhooks)
@@ -165,19 +173,6 @@ fn refused(action: impl Into<String>) -> Error {
         action: action.into(),
         source: None,
     }
-}
-
-/// This program's name, as it was started (`configmap_generator`).
-pub(super) fn program() -> String {
-    std::env::args_os()
-        .next()
-        .as_deref()
-        .map(Path::new)
-        .and_then(Path::file_stem)
-        .map_or_else(
-            || "operator".to_owned(),
-            |s| s.to_string_lossy().into_owned(),
-        )
 }
 
 /// `charts/NAME`, NAME being `program` with `-` for `_` (Helm chart names use dashes).
