@@ -18,8 +18,13 @@ fn chart() -> PathBuf {
 /// Runs the operator with `args` in `dir`, with no kubeconfig anywhere: no `KUBECONFIG`, a
 /// `HOME` without `.kube`, and not in a pod.
 fn operator(args: &[&str], dir: &Path) -> anyhow::Result<Output> {
+    program(env!("CARGO_BIN_EXE_configmap_generator"), args, dir)
+}
+
+/// As [`operator`], for the operator `binary`.
+fn program(binary: &str, args: &[&str], dir: &Path) -> anyhow::Result<Output> {
     let home = tempfile::tempdir()?;
-    Ok(Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
+    Ok(Command::new(binary)
         .args(args)
         .current_dir(dir)
         .env_remove("KUBECONFIG")
@@ -39,16 +44,22 @@ fn succeeded(output: &Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[test]
-fn crd_prints_the_polished_definition_without_a_cluster_or_kubeconfig() -> anyhow::Result<()> {
+/// The CRD `binary crd` prints, and its stderr.
+fn printed_crd(binary: &str) -> anyhow::Result<(CustomResourceDefinition, String)> {
     let dir = tempfile::tempdir()?;
-    let output = operator(&["crd"], dir.path())?;
+    let output = program(binary, &["crd"], dir.path())?;
     succeeded(&output)?;
     assert_eq!(output.status.code(), Some(0));
-    let printed: CustomResourceDefinition = serde_norway::from_slice(&output.stdout)?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    Ok((serde_norway::from_slice(&output.stdout)?, stderr))
+}
+
+#[test]
+fn crd_prints_the_polished_definition_without_a_cluster_or_kubeconfig() -> anyhow::Result<()> {
+    let (printed, _) = printed_crd(env!("CARGO_BIN_EXE_configmap_generator_webhooks"))?;
     let mut expected = ConfigMapGenerator::definition();
-    // The subcommand points the conversion webhook at the operator's webhook Service, the one
-    // its admission webhook configurations name.
+    // The operator with webhooks serves the conversion: the subcommand points the conversion
+    // webhook at its webhook Service, the one its admission webhook configurations name.
     let service = expected
         .spec
         .conversion
@@ -57,7 +68,7 @@ fn crd_prints_the_polished_definition_without_a_cluster_or_kubeconfig() -> anyho
         .and_then(|w| w.client_config.as_mut())
         .and_then(|c| c.service.as_mut())
         .expect("the CRD has a conversion webhook Service");
-    service.name = "configmap-generator-webhook".into();
+    service.name = "configmap-generator-webhooks-webhook".into();
     service.namespace = "default".into();
     assert_eq!(printed, expected);
     let columns: Vec<String> = printed.spec.versions[0]
@@ -70,6 +81,26 @@ fn crd_prints_the_polished_definition_without_a_cluster_or_kubeconfig() -> anyho
     assert_eq!(
         printed.spec.names.categories.as_deref(),
         Some(&["demo".to_owned()][..])
+    );
+    Ok(())
+}
+
+#[test]
+fn crd_of_an_operator_that_serves_no_conversion_serves_only_the_stored_version()
+-> anyhow::Result<()> {
+    let (printed, stderr) = printed_crd(env!("CARGO_BIN_EXE_configmap_generator"))?;
+    let mut expected = ConfigMapGenerator::definition();
+    let conversion = expected.spec.conversion.as_mut().expect("two versions");
+    conversion.strategy = "None".into();
+    conversion.webhook = None;
+    for version in &mut expected.spec.versions {
+        version.served = version.storage;
+    }
+    assert_eq!(printed, expected);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("versions v1alpha1 are not served"),
+        "one warning naming the unserved version: {stderr}"
     );
     Ok(())
 }
@@ -120,6 +151,16 @@ fn help_opens_with_the_operators_own_text_and_lists_the_subcommands() -> anyhow:
     for line in ["  crd ", "  manifests "] {
         assert!(help.contains(line), "no {line:?} in\n{help}");
     }
+    // Help is plain text: the flags' doc comments carry no rustdoc links.
+    assert!(help.contains("--leader-election-on-loss"), "{help}");
+    for link in ["](", "[`", "`]"] {
+        let line = help.lines().find(|l| l.contains(link));
+        assert!(line.is_none(), "--help shows doc-link syntax: {line:?}");
+    }
+    assert!(
+        help.contains("[default: configmap-generator-leader]"),
+        "the Lease is named after the program by default:\n{help}"
+    );
     Ok(())
 }
 

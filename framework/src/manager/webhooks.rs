@@ -1,5 +1,6 @@
 //! Adds admission webhooks and routes to a Manager and starts its webhook server.
 
+use k8s_openapi::api::core::v1::Service;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -64,7 +65,7 @@ impl Manager {
             Some(url) => Endpoint::Url(url.clone()),
             None => Endpoint::Service {
                 name: config.service.clone().unwrap_or_else(|| {
-                    format!("{}-webhook", super::manifests::program().replace('_', "-"))
+                    format!("{}-webhook", super::program::program_object_name())
                 }),
                 namespace: config
                     .service_namespace
@@ -80,7 +81,7 @@ impl Manager {
             .webhook
             .configuration_name
             .clone()
-            .unwrap_or_else(|| super::manifests::program().replace('_', "-"))
+            .unwrap_or_else(super::program::program_object_name)
     }
 
     /// Binds the webhook server, when webhooks or routes were added and its port is on, installs
@@ -111,6 +112,7 @@ impl Manager {
             .await
             .map_err(Error::Webhook)?;
         tracing::info!(addr = ?server.local_addr(), paths = ?routes.iter().map(Route::path).collect::<Vec<_>>(), "serving webhooks");
+        let self_signed = server.generated_ca().is_some();
         let ca_bundle = server
             .generated_ca()
             .map(str::to_owned)
@@ -127,7 +129,31 @@ impl Manager {
             )
             .await
             .map_err(Error::Webhook)?;
+            if self_signed {
+                warn_if_no_service(&self.client, &endpoint).await;
+            }
         }
         Ok(())
+    }
+}
+
+/// Warns when the webhook configurations just installed name a Service that does not exist (an
+/// operator started outside the cluster with `--webhook-self-signed` but no `--webhook-url`):
+/// the API server cannot call the webhooks, and every write they review fails. Whether the
+/// Service exists cannot always be told (RBAC may not allow reading Services); then it says
+/// nothing.
+async fn warn_if_no_service(client: &kube::Client, endpoint: &Endpoint) {
+    let Endpoint::Service { name, namespace } = endpoint else {
+        return;
+    };
+    let services: kube::Api<Service> = kube::Api::namespaced(client.clone(), namespace);
+    if let Ok(None) = services.get_opt(name).await {
+        tracing::warn!(
+            service = %format!("{namespace}/{name}"),
+            "the webhook configurations name Service {namespace}/{name}, which does not exist, so \
+             the API server cannot call the webhooks and every write they review fails; outside \
+             the cluster pass --webhook-url https://ADDRESS:PORT (an address the API server \
+             reaches this process at)"
+        );
     }
 }
