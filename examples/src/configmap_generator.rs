@@ -65,7 +65,7 @@ impl Reconciler<ConfigMapGenerator> for Generator {
         let message = format!("ConfigMap {name} holds the content");
         let ready = condition("Ready", true, "Generated", message);
         status.conditions.set(ready);
-        if ctx.patch_status(&cmg, &status).await? {
+        if ctx.patch_status(&cmg, &status).await?.changed() {
             let generation = cmg.metadata.generation.unwrap_or_default();
             let note = format!("applied ConfigMap {name} for generation {generation}");
             ctx.event(&cmg).normal("Generated", note);

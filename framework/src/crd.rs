@@ -2,8 +2,8 @@
 //!
 //! kube's `CustomResource` derive writes the CRD; [`polish`] finishes it the way `kubectl` users
 //! expect: `kubectl explain` opens with the spec struct's doc comment and can explain `status`,
-//! and a kind with status conditions lists `Ready`, `Reason` (and with `-o wide` `Message`)
-//! columns. `#[derive(Controller)]` implements [`Definition`] with it. A kind in several
+//! and a kind with status conditions lists its condition (`Ready` unless the controller names
+//! another), `Reason` (and with `-o wide` `Message`) columns. `#[derive(Controller)]` implements [`Definition`] with it. A kind in several
 //! versions gets them all in one definition, [`with_versions`], converted by a webhook.
 
 mod versions;
@@ -31,8 +31,6 @@ pub trait Definition {
     fn definition() -> CustomResourceDefinition;
 }
 
-/// The column names and JSON paths [`polish`] adds for a `Ready` condition.
-const READY_PATH: &str = ".status.conditions[?(@.type==\"Ready\")]";
 /// How kube's derive describes a kind when it has no `#[kube(doc = "...")]`.
 const KUBE_DEFAULT_DESCRIPTION: &str = "Auto-generated derived type for ";
 
@@ -45,15 +43,17 @@ const KUBE_DEFAULT_DESCRIPTION: &str = "Auto-generated derived type for ";
 ///   the `OpenAPI` it publishes (for `OpenAPI` v2 it drops their type and properties), so
 ///   `kubectl explain kind.status` would find nothing under it. A `status: null` is then pruned
 ///   instead of stored, which means the same;
-/// - when the status has `conditions` (with `type` and `status`) and no column is named
-///   `Ready`, the columns `Ready`, `Reason` and `Message` (the last shown by `-o wide` only) are
-///   added before `Age`, and `Age` is added when missing.
+/// - when the status has `conditions` (with `type` and `status`) and no column is named after
+///   `condition` (the condition the controller reports on, `Ready` by default; the part after a
+///   `domain/` prefix), the columns `condition`, `Reason` and `Message` (the last shown by `-o
+///   wide` only) are added before `Age`, and `Age` is added when missing.
 ///
 /// Nothing else changes: names, short names, categories and the user's own columns stay.
 #[must_use]
 pub fn polish(
     mut crd: CustomResourceDefinition,
     description: Option<&str>,
+    condition: &str,
 ) -> CustomResourceDefinition {
     let description = description.map(str::trim).filter(|d| !d.is_empty());
     for version in &mut crd.spec.versions {
@@ -67,7 +67,7 @@ pub fn polish(
                 status.nullable = None;
             }
         }
-        add_condition_columns(version);
+        add_condition_columns(version, condition);
     }
     crd
 }
@@ -112,36 +112,40 @@ fn condition_schema(version: &CustomResourceDefinitionVersion) -> Option<&JSONSc
     (property(item, "type").is_some() && property(item, "status").is_some()).then_some(&**item)
 }
 
-fn add_condition_columns(version: &mut CustomResourceDefinitionVersion) {
+fn add_condition_columns(version: &mut CustomResourceDefinitionVersion, condition: &str) {
     let Some(item) = condition_schema(version) else {
         return;
     };
+    let name = condition.rsplit('/').next().unwrap_or(condition);
+    let path = format!(".status.conditions[?(@.type==\"{condition}\")]");
+    let column = |title: &str, field: &str, priority: i32, description: String| {
+        CustomResourceColumnDefinition {
+            name: title.into(),
+            type_: "string".into(),
+            json_path: format!("{path}.{field}"),
+            description: Some(description),
+            priority: (priority != 0).then_some(priority),
+            ..CustomResourceColumnDefinition::default()
+        }
+    };
     let mut added = vec![column(
-        "Ready",
+        name,
         "status",
         0,
-        "Whether the Ready condition is True, False or Unknown",
+        format!("Whether the {condition} condition is True, False or Unknown"),
     )];
     if property(item, "reason").is_some() {
-        added.push(column(
-            "Reason",
-            "reason",
-            0,
-            "The Ready condition's reason",
-        ));
+        let description = format!("The {condition} condition's reason");
+        added.push(column("Reason", "reason", 0, description));
     }
     if property(item, "message").is_some() {
-        added.push(column(
-            "Message",
-            "message",
-            1,
-            "The Ready condition's message",
-        ));
+        let description = format!("The {condition} condition's message");
+        added.push(column("Message", "message", 1, description));
     }
     let columns = version
         .additional_printer_columns
         .get_or_insert_with(Vec::new);
-    if columns.iter().any(|c| c.name.eq_ignore_ascii_case("ready")) {
+    if columns.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
         return;
     }
     if let Some(age) = columns.iter().position(is_age) {
@@ -154,22 +158,6 @@ fn add_condition_columns(version: &mut CustomResourceDefinitionVersion) {
             json_path: ".metadata.creationTimestamp".into(),
             ..CustomResourceColumnDefinition::default()
         });
-    }
-}
-
-fn column(
-    name: &str,
-    field: &str,
-    priority: i32,
-    description: &str,
-) -> CustomResourceColumnDefinition {
-    CustomResourceColumnDefinition {
-        name: name.into(),
-        type_: "string".into(),
-        json_path: format!("{READY_PATH}.{field}"),
-        description: Some(description.into()),
-        priority: (priority != 0).then_some(priority),
-        ..CustomResourceColumnDefinition::default()
     }
 }
 
@@ -263,23 +251,23 @@ mod tests {
                 .is_some_and(|d| d.starts_with(KUBE_DEFAULT_DESCRIPTION)),
             "kube's derive still writes its placeholder, which this test replaces"
         );
-        let polished = polish(Gizmo::crd(), Some("  Asks for a gizmo.\n"));
+        let polished = polish(Gizmo::crd(), Some("  Asks for a gizmo.\n"), "Ready");
         assert_eq!(
             schema(&polished).description.as_deref(),
             Some("Asks for a gizmo.")
         );
-        let from_spec = polish(Gizmo::crd(), None);
+        let from_spec = polish(Gizmo::crd(), None, "Ready");
         assert_eq!(
             schema(&from_spec).description.as_deref(),
             Some("Asks for a gizmo.")
         );
-        let nothing = polish(Plain::crd(), Some(" "));
+        let nothing = polish(Plain::crd(), Some(" "), "Ready");
         assert_eq!(schema(&nothing).description, None);
     }
 
     #[test]
     fn a_description_written_with_kubes_doc_key_is_kept() {
-        let polished = polish(Documented::crd(), Some("The spec's doc."));
+        let polished = polish(Documented::crd(), Some("The spec's doc."), "Ready");
         assert_eq!(
             schema(&polished).description.as_deref(),
             Some("Written by hand.")
@@ -294,14 +282,14 @@ mod tests {
                 .expect("the kind has a status")
         };
         assert_eq!(status(&Gizmo::crd()).nullable, Some(true));
-        let polished = status(&polish(Gizmo::crd(), None));
+        let polished = status(&polish(Gizmo::crd(), None, "Ready"));
         assert_eq!(polished.nullable, None);
         assert_eq!(polished.properties, status(&Gizmo::crd()).properties);
     }
 
     #[test]
     fn conditions_add_ready_reason_message_and_age_after_the_users_columns() {
-        let polished = polish(Gizmo::crd(), None);
+        let polished = polish(Gizmo::crd(), None, "Ready");
         let ready = ".status.conditions[?(@.type==\"Ready\")]";
         assert_eq!(
             columns(&polished),
@@ -313,6 +301,20 @@ mod tests {
                 ("Age".into(), ".metadata.creationTimestamp".into(), None),
             ]
         );
+    }
+
+    #[test]
+    fn the_controllers_own_condition_names_the_columns_instead_of_ready() {
+        let polished = polish(Gizmo::crd(), None, "example.com/Available");
+        let available = ".status.conditions[?(@.type==\"example.com/Available\")]";
+        assert_eq!(
+            columns(&polished)[1..3],
+            [
+                ("Available".into(), format!("{available}.status"), None),
+                ("Reason".into(), format!("{available}.reason"), None),
+            ]
+        );
+        assert!(!columns(&polished).iter().any(|c| c.0 == "Ready"));
     }
 
     #[test]
@@ -328,7 +330,7 @@ mod tests {
             .additional_printer_columns
             .get_or_insert_with(Vec::new)
             .push(age);
-        let names: Vec<String> = columns(&polish(crd, None))
+        let names: Vec<String> = columns(&polish(crd, None, "Ready"))
             .into_iter()
             .map(|c| c.0)
             .collect();
@@ -345,17 +347,17 @@ mod tests {
                 json_path: ".status.ready".into(),
                 ..CustomResourceColumnDefinition::default()
             }]);
-        let names: Vec<String> = columns(&polish(crd, None))
+        let names: Vec<String> = columns(&polish(crd, None, "Ready"))
             .into_iter()
             .map(|c| c.0)
             .collect();
         assert_eq!(names, ["READY"]);
-        assert_eq!(columns(&polish(Plain::crd(), None)), []);
+        assert_eq!(columns(&polish(Plain::crd(), None, "Ready")), []);
     }
 
     #[test]
     fn names_short_names_and_categories_are_left_alone() {
-        let polished = polish(Gizmo::crd(), None);
+        let polished = polish(Gizmo::crd(), None, "Ready");
         assert_eq!(polished.spec.names, Gizmo::crd().spec.names);
         assert_eq!(
             polished.spec.names.categories.as_deref(),

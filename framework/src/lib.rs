@@ -111,7 +111,9 @@ pub mod prelude {
 /// "domain/name"` (the reconciler then implements [`Cleanup`](controller::Cleanup)),
 /// `versions(Type, ...)` (the kind's other versions, each
 /// [`Convertible`](conversion::Convertible) to and from this one; this one is stored unless
-/// `storage = "version"` names another), `concurrency = n`, `predicate = expr`, `name = "..."`
+/// `storage = "version"` names another), `concurrency = n`, `predicate = expr`, `name = "..."`,
+/// `condition = "Type"` (the status condition failures go on and the columns show; `Ready` by
+/// default)
 /// and `crate = "path"` (default
 /// `::kubeward`). For the kind it generates:
 ///

@@ -36,6 +36,8 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         );
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
     let ring = c.ring.as_ref().map(|r| quote!(.ring(#r)));
+    let condition = &c.condition;
+    let set_condition = (condition != "Ready").then(|| quote!(.condition(#condition)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
         quote_spanned! {f.span()=>
@@ -69,9 +71,10 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
         impl #krate::crd::Definition for #kind {
             /// kube's CRD of the kind (with its other versions and their conversion webhook, when
             /// `versions(...)` names them), polished: described by the spec struct's doc comment,
-            /// with an explainable status and Ready columns (see `kubeward::crd::polish`).
+            /// with an explainable status and columns of its condition (see
+            /// `kubeward::crd::polish`).
             fn definition() -> #krate::crd::CustomResourceDefinition {
-                #krate::crd::polish(#crd, #description)
+                #krate::crd::polish(#crd, #description, #condition)
             }
         }
 
@@ -113,6 +116,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                         #predicate
                         #concurrency
                         #ring
+                        #set_condition
                 };
                 let rules = #krate::rbac::Rules::new()
                     .reconciled::<#kind>(#status, #needs_finalizers)
@@ -130,6 +134,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
 /// struct, not by this one's doc comment) and `Kind::converter()`; else kube's CRD and nothing.
 fn versions(c: &Checked) -> (TokenStream, TokenStream) {
     let krate = &c.krate;
+    let condition = &c.condition;
     let own = quote!(<Self as #krate::crd::CustomResourceExt>::crd());
     if c.versions.is_empty() {
         return (own, TokenStream::new());
@@ -137,7 +142,7 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream) {
     let crds = c
         .versions
         .iter()
-        .map(|v| quote_spanned!(v.span()=> #krate::crd::polish(<#v as #krate::crd::CustomResourceExt>::crd(), ::core::option::Option::None)));
+        .map(|v| quote_spanned!(v.span()=> #krate::crd::polish(<#v as #krate::crd::CustomResourceExt>::crd(), ::core::option::Option::None, #condition)));
     let spokes = c
         .versions
         .iter()

@@ -18,6 +18,7 @@ pub(crate) const KEYS: &[&str] = &[
     "predicate",
     "name",
     "ring",
+    "condition",
     "crate",
 ];
 
@@ -67,6 +68,8 @@ pub(crate) struct ControllerAttr {
     pub(crate) name: Option<LitStr>,
     /// `ring = "generators"`: the controller ring it can be sharded in.
     pub(crate) ring: Option<LitStr>,
+    /// `condition = "Available"`: the status condition failures go on and the columns show.
+    pub(crate) condition: Option<LitStr>,
     pub(crate) krate: Option<LitStr>,
     /// Keys that are not in [`KEYS`], for validation to report with a suggestion.
     pub(crate) unknown: Vec<Ident>,
@@ -185,6 +188,7 @@ fn read_controller_key(
         "predicate" => c.predicate.replace(meta.value()?.parse()?).is_some(),
         "name" => c.name.replace(meta.value()?.parse()?).is_some(),
         "ring" => c.ring.replace(meta.value()?.parse()?).is_some(),
+        "condition" => c.condition.replace(meta.value()?.parse()?).is_some(),
         "crate" => c.krate.replace(meta.value()?.parse()?).is_some(),
         _ => {
             c.unknown.push(key);

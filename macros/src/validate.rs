@@ -31,6 +31,8 @@ pub(crate) struct Checked {
     pub(crate) name: Option<String>,
     /// The controller ring it can be sharded in.
     pub(crate) ring: Option<syn::LitStr>,
+    /// The status condition failures go on and the printer columns show (`Ready` by default).
+    pub(crate) condition: String,
     /// The spec struct's doc comment, line by line.
     pub(crate) docs: Vec<Expr>,
 }
@@ -116,6 +118,9 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
              '-' and '.', starting and ending with a letter or digit",
         ));
     }
+    if let Some(condition) = &c.condition {
+        check_condition(condition, errors);
+    }
     match (kind, c.reconciler) {
         (Some(kind), Some(reconciler)) if errors.is_empty() => Ok(Checked {
             kind,
@@ -133,6 +138,9 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             predicate: c.predicate,
             name: c.name.map(|n| n.value()),
             ring: c.ring,
+            condition: c
+                .condition
+                .map_or_else(|| "Ready".to_owned(), |c| c.value()),
             docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),
@@ -206,6 +214,25 @@ fn distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// Checks `condition = "..."`: a condition type is a qualified name whose domain prefix is
+/// optional.
+fn check_condition(condition: &syn::LitStr, errors: &mut Vec<syn::Error>) {
+    let value = condition.value();
+    let prefixed = if value.contains('/') {
+        value.clone()
+    } else {
+        format!("condition.type/{value}")
+    };
+    if let Err(why) = check_qualified_name(&prefixed) {
+        errors.push(syn::Error::new(
+            condition.span(),
+            format!(
+                "condition `{value}` is not a condition type like `Available` or `example.com/Synced`: {why}"
+            ),
+        ));
+    }
 }
 
 /// Checks a Kubernetes qualified name with a prefix: `dns.subdomain/name`.

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Action, Cacheable, Cleanup, Context, Error, Reconciler, finalizer};
+use super::{Action, Cacheable, Cleanup, Context, Error, Reconciler, finalizer, target_of};
 
 /// Runs `steps`, failing with [`Error::Timeout`] after `timeout`.
 pub(crate) async fn within<E: std::error::Error + 'static>(
@@ -58,24 +58,35 @@ where
             .cleanup(Arc::clone(&obj), ctx)
             .await
             .map_err(Error::Cleanup)?;
+        // The controller's own writes are no reason to reconcile again.
+        let ticket = ctx
+            .own_writes()
+            .begin(target_of(ctx.kind().name(), obj.meta()));
         // `None`: the object is already gone, which is what removing the finalizer is for.
-        finalizer::remove(&client, ctx.kind(), obj.as_ref(), finalizer)
+        let removed = finalizer::remove(&client, ctx.kind(), obj.as_ref(), finalizer)
             .await
             .map_err(|source| Error::RemoveFinalizer {
                 finalizer: finalizer.to_owned(),
                 source,
             })?;
+        if let Some(removed) = removed {
+            ticket.finish(removed.meta());
+        }
         return Ok(Action::await_change());
     }
     let obj = if has_finalizer {
         obj
     } else {
+        let ticket = ctx
+            .own_writes()
+            .begin(target_of(ctx.kind().name(), obj.meta()));
         let added = finalizer::add(&client, ctx.kind(), obj.as_ref(), finalizer)
             .await
             .map_err(|source| Error::AddFinalizer {
                 finalizer: finalizer.to_owned(),
                 source,
             })?;
+        ticket.finish(added.meta());
         Arc::new(added)
     };
     reconcile(reconciler, obj, ctx).await

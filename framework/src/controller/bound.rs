@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::failure::Echoes;
 use super::intake::Intake;
-use super::own_writes::OwnWrites;
+use super::own_writes::{OwnWrites, target_of};
 use super::running::{Queues, Wiring};
 use super::trigger::Wired;
 use super::worker::Shared;
@@ -80,8 +79,8 @@ impl<K: Cacheable> Controller<K> {
 
         let informer = self.kind.watched::<K>(factory, scope);
         let predicate = self.predicate;
-        let echoes = Arc::new(Echoes::new(self.to_json));
-        let own_writes = Arc::clone(&echoes);
+        let own_writes = Arc::new(OwnWrites::new(intake.clone()));
+        let (own, kind) = (Arc::clone(&own_writes), self.kind.name().to_owned());
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
         let synced = informer.clone();
         // On the reflector's task: the handler only turns a change into a key for the queue.
@@ -100,27 +99,22 @@ impl<K: Cacheable> Controller<K> {
                     );
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>| {
-                    // The controller's own report of a failure is no reason to reconcile again.
-                    if own_writes.is_echo(old.as_ref(), new.as_ref())
-                        || predicate.as_ref().is_some_and(|p| !p.test(&old, &new))
-                    {
+                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
                         return;
                     }
-                    let resync = Arc::ptr_eq(&old, &new);
-                    let priority = if resync {
-                        Priority::LOW
-                    } else {
-                        Priority::default()
-                    };
-                    on_update.add_with(
-                        ObjectKey::of(new.as_ref()),
-                        AddOptions::new().priority(priority),
-                    );
+                    let key = ObjectKey::of(new.as_ref());
+                    if Arc::ptr_eq(&old, &new) {
+                        // A resync waits behind live changes.
+                        on_update.add_with(key, AddOptions::new().priority(Priority::LOW));
+                        return;
+                    }
+                    // The controller's own status writes and failure reports are no reason to
+                    // reconcile again.
+                    own.trigger(&target_of(&kind, new.meta()), new.meta(), vec![key]);
                 })
                 .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
         );
 
-        let own_writes = Arc::new(OwnWrites::new(intake.clone()));
         let mut wired: Vec<_> = self
             .triggers
             .into_iter()
@@ -144,7 +138,7 @@ impl<K: Cacheable> Controller<K> {
             timeout: self.timeout,
             metrics: metrics.controller(&name, concurrency),
             reporting: self.reporting,
-            echoes,
+            to_json: self.to_json,
         });
         Bound {
             wiring: Arc::new(Wiring {

@@ -283,14 +283,32 @@ impl<K: Cacheable> Controller<K> {
         self
     }
 
-    /// Whether a failed reconcile of a custom resource sets its `Ready` status condition to
-    /// `False`, with the API error's reason (e.g. `Invalid`) or `ReconcileError` and the error's
-    /// message, by a merge patch of the status subresource. On by default; built-in kinds are
-    /// never written. The update this write causes does not trigger another reconcile. Turn it
-    /// off when the status has no `conditions` list of `metav1.Condition`s, or when `Ready` means
-    /// something else for this kind.
+    /// Whether a failed reconcile of a custom resource sets its status condition ([`Self::condition`],
+    /// `Ready` by default) to `False`, with the API error's reason (e.g. `Invalid`) or
+    /// `ReconcileError` and the error's message, and its status' `observedGeneration` (when the
+    /// status has one) to the generation that failed, by a merge patch of the status
+    /// subresource. On by default; built-in kinds are never written. The update this write
+    /// causes does not trigger another reconcile. Turn it off when the status has no
+    /// `conditions` list of `metav1.Condition`s.
     pub fn report_errors_on_status(mut self, on: bool) -> Self {
         self.reporting.status = on;
+        self
+    }
+
+    /// Names the status condition failures are reported on (`Ready` by default): `Available`
+    /// for an operator that follows kubebuilder's convention, or any other type the reconciler
+    /// keeps. `#[controller(condition = "...")]` sets it, and the CRD's printer columns show
+    /// the same condition.
+    ///
+    /// # Panics
+    /// If `type_` is not a valid condition type (a qualified name such as `Available` or
+    /// `example.com/Synced`), where it is called.
+    #[track_caller]
+    pub fn condition(mut self, type_: &str) -> Self {
+        if let Err(why) = super::failure::check_condition_type(type_) {
+            panic!("Controller::condition({type_:?}): {why}");
+        }
+        self.reporting.condition = std::sync::Arc::from(type_);
         self
     }
 

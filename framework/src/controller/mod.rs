@@ -72,6 +72,7 @@ pub use cluster::Cluster;
 pub use context::Context;
 pub use error::Error;
 pub(crate) use kind::Kind;
+pub(crate) use own_writes::target_of;
 pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub(crate) use trigger::target;

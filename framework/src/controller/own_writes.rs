@@ -1,9 +1,11 @@
-//! Recognises the watch events of owned objects a controller wrote itself, so that they do not
-//! reconcile the owner again.
+//! Recognises the watch events of objects a controller wrote itself, so that they do not
+//! reconcile again.
 //!
-//! A reconcile that applies an owned object already knows the state it wrote: the watch event
-//! that brings exactly that state back (same uid, same resourceVersion) is no reason to reconcile
-//! the owner a second time. The event can arrive before the write's response does, so while a
+//! Every write a controller makes goes through one tracker: owned objects it applies
+//! (`ctx.apply`), the status it writes (`ctx.patch_status`) and its own failure reports on the
+//! object's status. A reconcile that wrote knows the state it wrote: the watch event that brings
+//! exactly that state back (same uid, same resourceVersion) is no reason to reconcile a second
+//! time. The event can arrive before the write's response does, so while a
 //! write of an object is in flight, its events are held; when the response comes, the one that
 //! carries the written state is dropped and the others trigger as usual. Any change by anyone
 //! else has another resourceVersion and triggers; a write that fails or is cancelled releases
@@ -22,6 +24,15 @@ const CAPACITY: usize = 4096;
 
 /// Which object a write is for: its kind, namespace and name.
 pub(crate) type Target = (String, Option<String>, String);
+
+/// The object of kind `kind` that `meta` describes, as a write [`Target`].
+pub(crate) fn target_of(kind: &str, meta: &ObjectMeta) -> Target {
+    (
+        kind.to_owned(),
+        meta.namespace.clone(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
 
 /// The owned objects a controller's reconciles are writing or wrote, not yet seen back.
 #[derive(Default)]

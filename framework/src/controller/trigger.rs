@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use kube::api::ObjectMeta;
 
 use super::intake::Intake;
-use super::own_writes::{OwnWrites, Target};
+use super::own_writes::{OwnWrites, Target, target_of};
 use super::{Cacheable, Kind, Watchable};
 use crate::cache::ObjectKey;
 use crate::informer::{self, CacheScope, Factory, Registration, SharedInformer, handler_fns};
@@ -117,12 +117,7 @@ fn wire<C: Watchable>(
 
 /// Which object `c` is, for [`OwnWrites`].
 pub(crate) fn target<C: Watchable>(c: &C) -> Target {
-    let meta = c.meta();
-    (
-        C::kind(&()).into_owned(),
-        meta.namespace.clone(),
-        meta.name.clone().unwrap_or_default(),
-    )
+    target_of(&C::kind(&()), c.meta())
 }
 
 /// The key of the ownerReference with `controller: true` whose kind and group are `owner`'s.

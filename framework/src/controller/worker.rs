@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::erased::ErasedReconciler;
-use super::failure::{self, Echoes, Reporting};
+use super::failure::{self, Reporting, ToJson};
 use super::{Cacheable, Context};
 use crate::cache::ObjectKey;
 use crate::metrics::{ControllerMetrics, Outcome};
@@ -23,8 +23,8 @@ pub(crate) struct Shared<K> {
     pub(crate) metrics: ControllerMetrics,
     /// Where failed reconciles are reported.
     pub(crate) reporting: Reporting,
-    /// Status writes of failure reports, whose watch events the controller ignores.
-    pub(crate) echoes: Arc<Echoes<K>>,
+    /// Reads an object as JSON, for the failure report on its status.
+    pub(crate) to_json: ToJson<K>,
 }
 
 /// One worker: takes keys until shutdown; a key it took is always finished.

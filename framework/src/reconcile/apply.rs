@@ -3,18 +3,22 @@
 
 use std::sync::Arc;
 
+use http_body_util::BodyExt as _;
 use kube::Resource;
 use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use super::Error;
 use super::diff::{applied_fields_within, covers};
+use super::{Error, Operation, Written};
 use crate::controller::{Context, Watchable, target};
 
 impl<K: Resource> Context<K> {
     /// Server-side applies `child` as an object that `owner` controls, and returns it as the API
-    /// server (or the cache) has it.
+    /// server (or the cache) has it, with what the apply did: [`Operation::Created`] (the API
+    /// server answered 201), [`Operation::Updated`], or [`Operation::Unchanged`] (no request
+    /// was sent, or the API server kept the object's resourceVersion).
     ///
     /// The apply uses the controller's name as field manager and forces conflicts (the
     /// controller owns what it applies). `owner` becomes the child's controller owner
@@ -38,7 +42,7 @@ impl<K: Resource> Context<K> {
     /// [`Error::Incomplete`] when `child` has no name (or no namespace, under a cluster-scoped
     /// owner) or `owner` has no uid; [`Error::Forbidden`] naming the missing permission when
     /// RBAC refuses the patch; [`Error::Api`] for any other refusal.
-    pub async fn apply<C>(&self, owner: &K, mut child: C) -> Result<Arc<C>, Error>
+    pub async fn apply<C>(&self, owner: &K, mut child: C) -> Result<Written<C>, Error>
     where
         C: Watchable + Serialize,
     {
@@ -79,13 +83,14 @@ impl<K: Resource> Context<K> {
             what: format!("{} {name}", C::kind(&())),
             source,
         })?;
-        if let Some(cached) = self.cached::<C>(namespace.as_deref(), &name) {
+        let cached = self.cached::<C>(namespace.as_deref(), &name);
+        if let Some(cached) = &cached {
             let have = serde_json::to_value(cached.as_ref()).map_err(|source| Error::Json {
                 what: format!("the cached {} {name}", C::kind(&())),
                 source,
             })?;
             if covers(&have, &desired) && applied_fields_within(&have, self.name(), &desired) {
-                return Ok(cached);
+                return Ok(Written::new(Arc::clone(cached), Operation::Unchanged));
             }
         }
 
@@ -112,10 +117,40 @@ impl<K: Resource> Context<K> {
             .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
         // Its watch event brings back what this reconcile already knows: no reason to run again.
         let ticket = self.own_writes().begin(target(&child));
-        let applied: C = self.client().request(request).await.map_err(fail)?;
+        let (applied, created): (C, bool) = send(&self.client(), request).await.map_err(fail)?;
         ticket.finish(applied.meta());
-        Ok(Arc::new(applied))
+        let kept = |cached: &Arc<C>| {
+            let version = |meta: &kube::api::ObjectMeta| meta.resource_version.clone();
+            cached.meta().uid == applied.meta().uid
+                && version(cached.meta()) == version(applied.meta())
+        };
+        let operation = match &cached {
+            _ if created => Operation::Created,
+            Some(cached) if kept(cached) => Operation::Unchanged,
+            _ => Operation::Updated,
+        };
+        Ok(Written::new(Arc::new(applied), operation))
     }
+}
+
+/// Sends `request` and reads the object the API server answers with, and whether it created it
+/// (201 Created, where an update answers 200); a refusal is the `kube::Error::Api` of its status.
+async fn send<C: DeserializeOwned>(
+    client: &kube::Client,
+    request: http::Request<Vec<u8>>,
+) -> Result<(C, bool), kube::Error> {
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let code = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    if code.is_client_error() || code.is_server_error() {
+        let status = serde_json::from_slice::<kube::core::Status>(&body).unwrap_or_else(|_| {
+            let text = String::from_utf8_lossy(&body);
+            kube::core::Status::failure(text.trim(), "Unknown").with_code(code.as_u16())
+        });
+        return Err(kube::Error::Api(status.boxed()));
+    }
+    let object = serde_json::from_slice(&body).map_err(kube::Error::SerdeError)?;
+    Ok((object, code == http::StatusCode::CREATED))
 }
 
 /// Whether the API server refused the owner reference's `blockOwnerDeletion`: with the

@@ -78,14 +78,24 @@ impl Conditions {
     /// Sets `condition` in place of the one of its type, as apimachinery's
     /// `meta.SetStatusCondition`: a new type is added as given; for an existing one,
     /// `lastTransitionTime` changes (to `condition`'s) only when the status changes, while
-    /// reason, message and observedGeneration are always updated. Returns whether anything
-    /// changed.
+    /// reason, message and observedGeneration are always updated. A list read from an object
+    /// may hold several conditions of one type (an older API server accepts them); setting the
+    /// type leaves exactly one, the first, so that `kubectl wait` and every reader see the one
+    /// set. Returns whether anything changed.
     pub fn set(&mut self, condition: Condition) -> bool {
-        let Some(existing) = self.0.iter_mut().find(|c| c.type_ == condition.type_) else {
+        let Some(first) = self.0.iter().position(|c| c.type_ == condition.type_) else {
             self.0.push(condition);
             return true;
         };
-        let mut changed = false;
+        let before = self.0.len();
+        let mut seen = 0;
+        self.0.retain(|c| {
+            let duplicate = c.type_ == condition.type_ && seen > 0;
+            seen += usize::from(c.type_ == condition.type_);
+            !duplicate
+        });
+        let mut changed = self.0.len() != before;
+        let existing = &mut self.0[first];
         if existing.status != condition.status {
             existing.status = condition.status;
             existing.last_transition_time = condition.last_transition_time;
@@ -186,6 +196,33 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn setting_a_type_held_twice_leaves_exactly_one_of_it() {
+        let read: Conditions = serde_json::from_value(serde_json::json!([
+            { "type": "Ready", "status": "False", "reason": "Old", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z" },
+            { "type": "Synced", "status": "True", "reason": "Ok", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z" },
+            { "type": "Ready", "status": "False", "reason": "Older", "message": "",
+              "lastTransitionTime": "2019-01-01T00:00:00Z" },
+        ]))
+        .expect("a condition list");
+        let mut conditions = read.clone();
+        assert!(conditions.set(stamped("Ready", ConditionStatus::True, "Fine", 5)));
+        let ready: Vec<&Condition> = conditions.iter().filter(|c| c.type_ == "Ready").collect();
+        assert_eq!(ready.len(), 1, "{conditions:?}");
+        assert_eq!(
+            (ready[0].status.as_str(), ready[0].reason.as_str()),
+            ("True", "Fine")
+        );
+        assert_eq!(conditions.len(), 2, "Synced stays");
+        // The same value once more changes nothing; the duplicate alone is a change.
+        assert!(!conditions.set(stamped("Ready", ConditionStatus::True, "Fine", 6)));
+        let mut same = read;
+        assert!(same.set(stamped("Ready", ConditionStatus::False, "Old", 7)));
+        assert_eq!(same.iter().filter(|c| c.type_ == "Ready").count(), 1);
+    }
 
     fn at(second: i64) -> Time {
         Time(Timestamp::from_second(second).expect("a small second count is a valid timestamp"))

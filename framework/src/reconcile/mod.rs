@@ -50,12 +50,14 @@ mod not_found;
 mod owned;
 mod schema;
 mod status;
+mod written;
 
 pub use conditions::{ConditionStatus, Conditions, condition};
 pub use error::Error;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 pub use named::named;
 pub use not_found::IgnoreNotFound;
+pub use written::{Operation, Written};
 
 /// The result of the kit's calls.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,7 @@
 //! Writes an object's status subresource only when it differs from the status the object has.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use kube::Resource;
 use kube::core::object::HasStatus;
@@ -8,9 +9,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::Error;
 use super::diff::same;
+use super::{Error, Operation, Written};
 use crate::controller::Context;
+use crate::controller::target_of;
 
 impl<K> Context<K>
 where
@@ -18,7 +20,11 @@ where
     K::Status: Serialize,
 {
     /// Makes `status` the status of `obj` (as read, e.g. the object being reconciled), and
-    /// returns whether it wrote: nothing is sent when `obj` already has that status.
+    /// returns the object as the write left it: [`Operation::Updated`] with the API server's
+    /// answer, or [`Operation::Unchanged`] with `obj` when it already had that status (nothing is
+    /// sent). Write the status again from the returned object (kubebuilder's "Unknown first,
+    /// then the result"): its resourceVersion is the new one. The watch event of the write does
+    /// not reconcile the object again.
     ///
     /// The write replaces the status subresource with `status` (a JSON Patch) under `obj`'s
     /// resourceVersion as a precondition: a status another writer changed since `obj` was read
@@ -34,7 +40,7 @@ where
     /// # Errors
     /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
     /// [`Error::Api`] for any other refusal, e.g. 409 Conflict or 422 Invalid.
-    pub async fn patch_status(&self, obj: &K, status: &K::Status) -> Result<bool, Error> {
+    pub async fn patch_status(&self, obj: &K, status: &K::Status) -> Result<Written<K>, Error> {
         let meta = obj.meta();
         let name = meta.name.as_deref().unwrap_or_default();
         let json = |what: &str, value: Result<serde_json::Value, serde_json::Error>| {
@@ -47,7 +53,7 @@ where
         let mut desired = json("desired", serde_json::to_value(status))?;
         fill_observed_generation(&mut desired, meta.generation);
         if same(&current, &desired) {
-            return Ok(false);
+            return Ok(Written::new(Arc::new(obj.clone()), Operation::Unchanged));
         }
         // The resourceVersion the patched object carries is the update's precondition.
         let patch = json!([
@@ -70,8 +76,10 @@ where
                         kube::core::request::Error::BuildRequest(e),
                     ))
                 })?;
-        self.client().request_text(request).await.map_err(fail)?;
-        Ok(true)
+        let ticket = self.own_writes().begin(target_of(self.kind().name(), meta));
+        let written: K = self.client().request(request).await.map_err(fail)?;
+        ticket.finish(written.meta());
+        Ok(Written::new(Arc::new(written), Operation::Updated))
     }
 }
 

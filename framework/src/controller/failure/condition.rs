@@ -1,90 +1,62 @@
-//! Sets a failed object's `Ready` condition to `False`, and recognises the update that write causes.
+//! Sets a failed object's condition (`Ready` unless the controller names another) to `False`.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
+use kube::Client;
+use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::core::Request;
-use kube::{Client, Resource};
-use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use crate::cache::ObjectKey;
+use crate::controller::own_writes::OwnWrites;
+use crate::controller::target_of;
 use crate::controller::{Cacheable, Kind};
 
 /// How long the status write may take; it holds the object's key meanwhile.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The condition a failure sets.
-const READY: &str = "Ready";
-
 /// Reads an object of `K` as JSON; captured where `K: Serialize` is known (`Controller::new`),
 /// so that [`Cacheable`] need not require it of every owned and watched kind.
 pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
 
-/// Status writes in flight or done, whose watch event must not trigger another reconcile: a
-/// controller that reacted to its own error report would run a terminal failure twice.
-pub(crate) struct Echoes<K> {
-    to_json: ToJson<K>,
-    expected: Mutex<HashMap<ObjectKey, Expected>>,
+/// What a failure report writes: the condition's type, reason and message.
+pub(super) struct Report<'a> {
+    pub(super) condition: &'a str,
+    pub(super) reason: &'a str,
+    pub(super) message: &'a str,
 }
 
-impl<K> std::fmt::Debug for Echoes<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Echoes")
-            .field("expected", &self.expected.lock().len())
-            .finish_non_exhaustive()
+/// Checks a condition type as apimachinery validates one: a name of at most 63 letters, digits,
+/// `-`, `_` or `.`, starting and ending with a letter or digit, after an optional lower-case DNS
+/// subdomain prefix and `/` (`Available`, `example.com/Synced`).
+pub(crate) fn check_condition_type(type_: &str) -> Result<(), &'static str> {
+    let (prefix, name) = match type_.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, type_),
+    };
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if prefix.is_some_and(|p| p.len() > 253 || !p.split('.').all(label)) {
+        return Err("its prefix must be a lower-case DNS subdomain");
     }
-}
-
-/// What the update caused by one status write looks like.
-#[derive(Debug)]
-struct Expected {
-    /// The resourceVersion the write started from (and required, as a precondition).
-    from: String,
-    reason: String,
-    message: String,
-}
-
-impl<K: Resource> Echoes<K> {
-    /// Tracks status writes of objects that `to_json` reads.
-    pub(crate) fn new(to_json: ToJson<K>) -> Self {
-        Self {
-            to_json,
-            expected: Mutex::default(),
-        }
-    }
-
-    /// Whether the update `old` → `new` only carries the Ready condition this controller wrote
-    /// after a failure; if so it is consumed, and the caller ignores the update.
-    pub(crate) fn is_echo(&self, old: &K, new: &K) -> bool {
-        let mut expected = self.expected.lock();
-        if expected.is_empty() {
-            return false;
-        }
-        let key = ObjectKey::of(new);
-        let Some(entry) = expected.get(&key) else {
-            return false;
-        };
-        let (old_rv, new_rv) = (version(old), version(new));
-        if new_rv == entry.from {
-            // The update that led to the failed version, delivered late: keep waiting.
-            return false;
-        }
-        let Some(entry) = expected.remove(&key) else {
-            return false;
-        };
-        drop(expected);
-        old_rv == entry.from && only_ready_changed((self.to_json)(old), (self.to_json)(new), &entry)
-    }
-
-    fn expect(&self, key: ObjectKey, expected: Expected) {
-        self.expected.lock().insert(key, expected);
-    }
-
-    fn forget(&self, key: &ObjectKey) {
-        self.expected.lock().remove(key);
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let name_ok = (1..=63).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && edge(name.chars().next())
+        && edge(name.chars().last());
+    if name_ok {
+        Ok(())
+    } else {
+        Err(
+            "a condition type is at most 63 letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit, after an optional `domain/` prefix",
+        )
     }
 }
 
@@ -95,8 +67,10 @@ pub(crate) fn applies(kind: &Kind) -> bool {
     kind.is_custom()
 }
 
-/// Sets `obj`'s Ready condition to False with `reason` and `message` by a merge patch of the
-/// status subresource, unless it already says exactly that. Failures are logged, never returned.
+/// Sets `obj`'s condition to False with the report's reason and message, and its status'
+/// `observedGeneration` to the generation that failed, by a merge patch of the status
+/// subresource, unless it already says exactly that. Failures are logged, never returned. The
+/// write goes through `own_writes`, so its watch event does not reconcile the object again.
 ///
 /// When `obj` changed since it was read (409), e.g. by the controller's own finalizer write
 /// before the reconcile, whose update a generation predicate filters out, the report is written
@@ -105,18 +79,22 @@ pub(crate) fn applies(kind: &Kind) -> bool {
 pub(super) async fn write<K: Cacheable>(
     client: Client,
     kind: &Kind,
-    echoes: &Echoes<K>,
+    own_writes: &OwnWrites,
+    to_json: ToJson<K>,
     obj: &K,
-    reason: &str,
-    message: &str,
+    report: &Report<'_>,
 ) {
-    if write_on(client.clone(), kind, echoes, obj, reason, message).await != Written::Conflict {
+    let write = |obj| write_on(client.clone(), kind, own_writes, to_json, obj, report);
+    if write(obj).await != Written::Conflict {
         return;
     }
     match tokio::time::timeout(WRITE_TIMEOUT, read(client.clone(), kind, obj)).await {
         Ok(Ok(latest)) => {
-            if write_on(client, kind, echoes, &latest, reason, message).await == Written::Conflict {
-                tracing::debug!("the object changed again; not setting Ready=False");
+            if write(&latest).await == Written::Conflict {
+                tracing::debug!(
+                    condition = report.condition,
+                    "the object changed again; not setting the condition to False"
+                );
             }
         }
         Ok(Err(error)) => tracing::debug!(%error, "could not read the object again"),
@@ -136,12 +114,12 @@ enum Written {
 async fn write_on<K: Cacheable>(
     client: Client,
     kind: &Kind,
-    echoes: &Echoes<K>,
+    own_writes: &OwnWrites,
+    to_json: ToJson<K>,
     obj: &K,
-    reason: &str,
-    message: &str,
+    report: &Report<'_>,
 ) -> Written {
-    let object = match (echoes.to_json)(obj) {
+    let object = match to_json(obj) {
         Ok(object) => object,
         Err(error) => {
             tracing::debug!(%error, "cannot read the object's status as JSON");
@@ -149,45 +127,32 @@ async fn write_on<K: Cacheable>(
         }
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let Some(conditions) = failed_conditions(&object, reason, message, now) else {
+    let Some(status) = failed_status(&object, report, now) else {
         return Written::Done;
     };
-    let key = ObjectKey::of(obj);
-    let from = version(obj);
     // The resourceVersion is a precondition: the condition describes the version that failed.
     let patch = json!({
-        "metadata": { "resourceVersion": from },
-        "status": { "conditions": conditions },
+        "metadata": { "resourceVersion": obj.meta().resource_version },
+        "status": status,
     });
-    echoes.expect(
-        key.clone(),
-        Expected {
-            from,
-            reason: reason.to_owned(),
-            message: message.to_owned(),
-        },
-    );
+    let ticket = own_writes.begin(target_of(kind.name(), obj.meta()));
     let outcome =
         tokio::time::timeout(WRITE_TIMEOUT, patch_status(client, kind, obj, &patch)).await;
+    let condition = report.condition;
     match outcome {
-        Ok(Ok(())) => Written::Done,
-        Ok(Err(kube::Error::Api(status))) if status.code == 409 => {
-            echoes.forget(&key);
-            Written::Conflict
-        }
-        Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
-            // Gone since it was read: nothing to report on.
-            echoes.forget(&key);
+        Ok(Ok(written)) => {
+            ticket.finish(&written);
             Written::Done
         }
+        Ok(Err(kube::Error::Api(status))) if status.code == 409 => Written::Conflict,
+        // Gone since it was read: nothing to report on.
+        Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Done,
         Ok(Err(error)) => {
-            echoes.forget(&key);
-            tracing::warn!(%error, "could not set Ready=False on the object's status");
+            tracing::warn!(%error, condition, "could not set the failed condition on the object's status");
             Written::Done
         }
         Err(_) => {
-            echoes.forget(&key);
-            tracing::warn!(timeout = ?WRITE_TIMEOUT, "setting Ready=False on the object's status timed out");
+            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, "setting the failed condition on the object's status timed out");
             Written::Done
         }
     }
@@ -203,12 +168,13 @@ async fn read<K: Cacheable>(client: Client, kind: &Kind, obj: &K) -> Result<K, k
     client.request::<K>(request).await
 }
 
+/// Patches `obj`'s status with `patch`; returns the metadata of the object written.
 async fn patch_status<K: Cacheable>(
     client: Client,
     kind: &Kind,
     obj: &K,
     patch: &Value,
-) -> Result<(), kube::Error> {
+) -> Result<ObjectMeta, kube::Error> {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or_default();
     let request = Request::new(kind.url_path(meta.namespace.as_deref()))
@@ -219,43 +185,56 @@ async fn patch_status<K: Cacheable>(
             &Patch::Merge(patch),
         )
         .map_err(kube::Error::BuildRequest)?;
-    client.request::<Value>(request).await.map(drop)
+    let written: Answer = client.request(request).await?;
+    Ok(written.metadata)
 }
 
-/// The object's full condition list with Ready set to False (`reason`, `message`, the object's
-/// generation); the transition time moves only when Ready was not False already. `None` when
-/// Ready already says exactly that, or when the status has no room for a condition list.
-pub(super) fn failed_conditions(
-    object: &Value,
-    reason: &str,
-    message: &str,
-    now: Time,
-) -> Option<Vec<Value>> {
-    let mut conditions = match object.get("status") {
+/// What the API server answers a status patch with, as far as the write's tracking needs.
+#[derive(serde::Deserialize)]
+struct Answer {
+    metadata: ObjectMeta,
+}
+
+/// The status to merge into `object`'s: its full condition list with the report's condition set
+/// to False (the report's reason and message, the object's generation), and, when the status
+/// keeps one (or has none yet), `observedGeneration` at the object's generation, so that the
+/// two agree that this generation was seen and failed. The transition time moves only when the
+/// condition was not False already. `None` when it already says exactly that, or when the status
+/// has no room for a condition list.
+pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
+    let status = match object.get("status") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(status)) => status.clone(),
+        Some(_) => return None,
+    };
+    let mut conditions = match status.get("conditions") {
         None | Some(Value::Null) => Vec::new(),
-        Some(Value::Object(status)) => match status.get("conditions") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(conditions)) => conditions.clone(),
-            Some(_) => return None,
-        },
+        Some(Value::Array(conditions)) => conditions.clone(),
         Some(_) => return None,
     };
     let generation = object["metadata"]["generation"].as_i64();
-    let position = conditions.iter().position(|c| c["type"] == READY);
+    let keeps_generation = status.is_empty() || status.contains_key("observedGeneration");
+    let observed_moves = keeps_generation
+        && generation.is_some()
+        && status.get("observedGeneration").and_then(Value::as_i64) != generation;
+    let position = conditions
+        .iter()
+        .position(|c| c["type"] == report.condition);
     let previous = position.map(|i| conditions[i].clone());
     let was_false = previous.as_ref().is_some_and(|c| c["status"] == "False");
     if let Some(previous) = previous.as_ref().filter(|_| was_false)
-        && previous["reason"] == reason
-        && previous["message"] == message
+        && previous["reason"] == report.reason
+        && previous["message"] == report.message
         && previous["observedGeneration"].as_i64() == generation
+        && !observed_moves
     {
         return None;
     }
     let condition = Condition {
-        type_: READY.to_owned(),
+        type_: report.condition.to_owned(),
         status: "False".to_owned(),
-        reason: reason.to_owned(),
-        message: message.to_owned(),
+        reason: report.reason.to_owned(),
+        message: report.message.to_owned(),
         last_transition_time: now,
         observed_generation: generation,
     };
@@ -271,62 +250,12 @@ pub(super) fn failed_conditions(
         Some(i) => conditions[i] = condition,
         None => conditions.push(condition),
     }
-    Some(conditions)
-}
-
-fn version<K: Resource>(obj: &K) -> String {
-    obj.meta().resource_version.clone().unwrap_or_default()
-}
-
-/// Whether `new` differs from `old` only in what a status write of `expected` changes: the
-/// resourceVersion, managed fields, and a Ready condition that is False with its reason and message.
-fn only_ready_changed(
-    old: serde_json::Result<Value>,
-    new: serde_json::Result<Value>,
-    expected: &Expected,
-) -> bool {
-    let (Ok(old), Ok(new)) = (old, new) else {
-        return false;
-    };
-    let (mut old, old_conditions) = split(old);
-    let (mut new, new_conditions) = split(new);
-    for object in [&mut old, &mut new] {
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            meta.remove("managedFields");
-        }
+    let mut written = Map::new();
+    written.insert("conditions".into(), Value::Array(conditions));
+    if let (true, Some(generation)) = (keeps_generation, generation) {
+        written.insert("observedGeneration".into(), generation.into());
     }
-    let others = |conditions: &[Value]| -> Vec<Value> {
-        conditions
-            .iter()
-            .filter(|c| c["type"] != READY)
-            .cloned()
-            .collect()
-    };
-    let ready = new_conditions.iter().find(|c| c["type"] == READY);
-    old == new
-        && others(&old_conditions) == others(&new_conditions)
-        && ready.is_some_and(|c| {
-            c["status"] == "False"
-                && c["reason"] == *expected.reason
-                && c["message"] == *expected.message
-        })
-}
-
-/// `object` without its status' conditions (an absent or empty status counts as `{}`), and them.
-fn split(mut object: Value) -> (Value, Vec<Value>) {
-    let mut status = match object.get_mut("status").map(Value::take) {
-        Some(Value::Object(status)) => status,
-        _ => Map::new(),
-    };
-    let conditions = match status.remove("conditions") {
-        Some(Value::Array(conditions)) => conditions,
-        _ => Vec::new(),
-    };
-    if let Some(object) = object.as_object_mut() {
-        object.insert("status".into(), Value::Object(status));
-    }
-    (object, conditions)
+    Some(Value::Object(written))
 }
 
 #[cfg(test)]
@@ -339,6 +268,25 @@ mod tests {
 
     fn object(status: &Value) -> Value {
         json!({ "metadata": { "name": "a", "generation": 3 }, "status": status })
+    }
+
+    fn report<'a>(reason: &'a str, message: &'a str) -> Report<'a> {
+        Report {
+            condition: "Ready",
+            reason,
+            message,
+        }
+    }
+
+    /// The condition list of a status `failed_status` would write.
+    fn failed_conditions(
+        object: &Value,
+        reason: &str,
+        message: &str,
+        now: Time,
+    ) -> Option<Vec<Value>> {
+        let status = failed_status(object, &report(reason, message), now)?;
+        Some(status["conditions"].as_array()?.clone())
     }
 
     #[test]
@@ -382,6 +330,58 @@ mod tests {
             failed_conditions(&obj, "ReconcileError", "old", at(60)),
             None
         );
+    }
+
+    #[test]
+    fn the_failed_generation_is_the_statuss_observed_generation_too_and_the_condition_is_the_controllers()
+     {
+        let obj = object(&json!({ "observedGeneration": 2, "conditions": [
+            { "type": "Available", "status": "True", "reason": "Up", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 2 },
+        ]}));
+        let available = Report {
+            condition: "Available",
+            reason: "Invalid",
+            message: "no",
+        };
+        let status = failed_status(&obj, &available, at(60)).expect("a write");
+        assert_eq!(
+            status["observedGeneration"], 3,
+            "both say generation 3 failed"
+        );
+        assert_eq!(status["conditions"][0]["observedGeneration"], 3);
+        assert_eq!(status["conditions"][0]["type"], "Available");
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(
+            status["conditions"].as_array().map(Vec::len),
+            Some(1),
+            "no stray Ready"
+        );
+        // Once written, the same failure writes nothing more.
+        let written = object(&status);
+        assert_eq!(failed_status(&written, &available, at(120)), None);
+        // A status without the field does not get it.
+        let without = object(&json!({ "conditions": [] }));
+        let status = failed_status(&without, &available, at(60)).expect("a write");
+        assert!(status.get("observedGeneration").is_none(), "{status}");
+    }
+
+    #[test]
+    fn condition_types_are_checked_as_apimachinery_checks_them() {
+        for good in ["Ready", "Available", "example.com/Synced", "a_b.c-1"] {
+            assert_eq!(check_condition_type(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "Not Ready",
+            "-Ready",
+            "Ready-",
+            "Example.com/Synced",
+            "/Ready",
+            "a/",
+        ] {
+            assert!(check_condition_type(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

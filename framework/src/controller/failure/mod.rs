@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 #[cfg(all(test, feature = "testing"))]
 pub(crate) use condition::applies;
-pub(crate) use condition::{Echoes, ToJson};
+pub(crate) use condition::{ToJson, check_condition_type};
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, message, truncate};
@@ -25,12 +25,14 @@ const MESSAGE_LIMIT: usize = 32 * 1024;
 const CONDITION_REASON: &str = "ReconcileError";
 
 /// Where a controller reports failed reconciles; both on unless the builder turns them off.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Reporting {
     /// A Warning Event about the object.
     pub(crate) events: bool,
-    /// `Ready=False` in the status conditions of a custom resource.
+    /// `condition=False` in the status conditions of a custom resource.
     pub(crate) status: bool,
+    /// The condition a failure sets to False: `Ready` unless the controller names another.
+    pub(crate) condition: Arc<str>,
 }
 
 impl Default for Reporting {
@@ -38,9 +40,13 @@ impl Default for Reporting {
         Self {
             events: true,
             status: true,
+            condition: Arc::from(DEFAULT_CONDITION),
         }
     }
 }
+
+/// The condition failures are reported on unless a controller names another.
+pub(crate) const DEFAULT_CONDITION: &str = "Ready";
 
 /// Requeues or forgets `key` as `failure` asks, logs it, and says how it counts.
 ///
@@ -70,8 +76,8 @@ pub(crate) fn settle(queue: &WorkQueue<ObjectKey>, key: &ObjectKey, failure: &Fa
     }
 }
 
-/// Reports `failure` on `obj`: a Warning Event, and for a custom resource `Ready=False` with the
-/// API error's reason (`Invalid`, `Forbidden`, ...) or `ReconcileError`. Conflicts are not
+/// Reports `failure` on `obj`: a Warning Event, and for a custom resource its condition (`Ready`
+/// unless the controller names another) False with the API error's reason (`Invalid`, `Forbidden`, ...) or `ReconcileError`. Conflicts are not
 /// reported. Never fails: what cannot be written is logged.
 pub(crate) async fn report<K: Cacheable>(shared: &Shared<K>, obj: &Arc<K>, failure: &Failure) {
     if failure.next == Next::Conflict {
@@ -87,13 +93,18 @@ pub(crate) async fn report<K: Cacheable>(shared: &Shared<K>, obj: &Arc<K>, failu
             .filter(|r| is_reason(r))
             .unwrap_or(CONDITION_REASON);
         let message = truncate(&text, MESSAGE_LIMIT);
+        let report = condition::Report {
+            condition: &shared.reporting.condition,
+            reason,
+            message: &message,
+        };
         condition::write(
             shared.ctx.client(),
             shared.ctx.kind(),
-            &shared.echoes,
+            shared.ctx.own_writes(),
+            shared.to_json,
             obj.as_ref(),
-            reason,
-            &message,
+            &report,
         )
         .await;
     }

@@ -17,7 +17,7 @@ use kube::{Api, Client, CustomResource, ResourceExt};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::reconcile::{ConditionStatus, Conditions, condition};
+use kubeward::reconcile::{ConditionStatus, Conditions, Operation, condition};
 use kubeward::testing::{ControlPlane, install_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
@@ -68,6 +68,8 @@ pub(crate) struct Done {
     pub(crate) round: Option<String>,
     /// Whether `patch_status` wrote.
     pub(crate) wrote_status: bool,
+    /// What each `apply` did, in the order of the children.
+    pub(crate) applied: Vec<Operation>,
     /// What `prune` deleted.
     pub(crate) pruned: Vec<ObjectKey>,
 }
@@ -108,8 +110,10 @@ impl Kit {
         ctx: &Context<Bundle>,
     ) -> Result<Done, kubeward::Error> {
         let names: Vec<&str> = bundle.spec.children.iter().map(String::as_str).collect();
+        let mut applied = Vec::new();
         for name in &names {
-            ctx.apply(bundle, child(name, &bundle.spec.content)).await?;
+            let written = ctx.apply(bundle, child(name, &bundle.spec.content)).await?;
+            applied.push(written.operation());
         }
         let pruned = ctx.prune::<ConfigMap>(bundle, &names).await?;
         let mut status = bundle.status.clone().unwrap_or_default();
@@ -119,10 +123,11 @@ impl Kit {
         let mut ready = condition("Ready", ConditionStatus::True, "Applied", names.join(", "));
         ready.observed_generation = bundle.metadata.generation;
         status.conditions.set(ready);
-        let wrote_status = ctx.patch_status(bundle, &status).await?;
+        let wrote_status = ctx.patch_status(bundle, &status).await?.changed();
         Ok(Done {
             round: bundle.annotations().get("kit/round").cloned(),
             wrote_status,
+            applied,
             pruned,
         })
     }

@@ -26,6 +26,12 @@ async fn apply_sets_the_controller_owner_and_field_manager_and_an_unchanged_reco
     let running = Running::start(client, &ns);
     let created = create_ready(&bundles, &bundle("web", &["one", "two"])).await?;
 
+    let first = running.kit.done.lock().first().map(|d| d.applied.clone());
+    assert_eq!(
+        first,
+        Some(vec![Operation::Created, Operation::Created]),
+        "the first reconcile created both ConfigMaps (the API server answered 201)"
+    );
     let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     let one = configmaps.get("one").await?;
     let owner = one
@@ -62,6 +68,7 @@ async fn apply_sets_the_controller_owner_and_field_manager_and_an_unchanged_reco
     let round = running.reconciled("2").await?;
     let after = writes.all_but_events();
     assert!(!round.wrote_status, "the status was already as wanted");
+    assert_eq!(round.applied, [Operation::Unchanged, Operation::Unchanged]);
     // The test patches the annotation through another client, which is not counted.
     assert_eq!(
         after[before.len()..],
@@ -76,15 +83,23 @@ async fn apply_sets_the_controller_owner_and_field_manager_and_an_unchanged_reco
     );
 
     // A hand edit of an applied field is seen in the cache and applied back.
+    let seen = running.kit.done.lock().len();
     let tamper = serde_json::json!({ "data": { "content": "tampered" } });
     configmaps
         .patch("one", &PatchParams::default(), &Patch::Merge(&tamper))
         .await?;
     wait_for(REACT, "ConfigMap one to be applied back", || async {
         let cm = configmaps.get("one").await.ok()?;
-        (cm.data?.get("content").map(String::as_str) == Some("kit")).then_some(())
+        let back = cm.data?.get("content").map(String::as_str) == Some("kit");
+        (back && running.kit.done.lock().len() > seen).then_some(())
     })
     .await?;
+    let last = running.kit.done.lock().last().map(|d| d.applied.clone());
+    assert_eq!(
+        last,
+        Some(vec![Operation::Updated, Operation::Unchanged]),
+        "the reconcile that put one back updated it and left two"
+    );
     running.stop().await
 }
 
