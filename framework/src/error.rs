@@ -6,8 +6,13 @@ use std::fmt;
 /// Any error, boxed: a reconciler's `type Error = kubeward::Error` lets `?` work on kube,
 /// serde, I/O and kubeward errors, and on messages (`Err("no replicas".into())`).
 ///
-/// Displays as the error it holds, whose sources are its sources. For an error type of your
-/// own, use [`Error::new`] or add `impl From<MyError> for kubeward::Error`.
+/// Displays as the error it holds followed by its causes, `: `-joined, with the API server's
+/// own message for an API error (`applying Deployment shop/web: Deployment.apps "web" is
+/// invalid: spec.replicas: ...`), so that `{error}` in a log or an Event says what went wrong
+/// without a match on `kube::Error::Api`. Since its text holds the causes, it reports no
+/// `source()` of its own (a chain printer such as anyhow's would repeat them); [`Error::kube`]
+/// and [`Error::downcast_ref`] reach inside. For an error type of your own, use [`Error::new`]
+/// or add `impl From<MyError> for kubeward::Error`.
 ///
 /// [`Error::kube`] finds the API server's answer in the chain, e.g. to tell a 409 Conflict
 /// (retry now) from a 422 Invalid (no retry will help).
@@ -46,14 +51,65 @@ impl fmt::Debug for Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
+        f.write_str(&chain(self.0.as_ref()))
     }
 }
 
-impl StdError for Error {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.0.source()
+/// Its causes are in its text (see [`Error`]); [`next_cause`] reaches inside for the crate.
+impl StdError for Error {}
+
+/// The cause after `link` in a chain: the error an [`Error`] holds, else `link`'s source.
+pub(crate) fn next_cause<'a>(
+    link: &'a (dyn StdError + 'static),
+) -> Option<&'a (dyn StdError + 'static)> {
+    match link.downcast_ref::<Error>() {
+        Some(any) => Some(any.0.as_ref()),
+        None => link.source(),
     }
+}
+
+/// `link` as an API error: a `kube::Error::Api`, a boxed one, or a bare `Status`.
+pub(crate) fn as_status<'a>(link: &'a (dyn StdError + 'static)) -> Option<&'a kube::core::Status> {
+    let kube_error = link
+        .downcast_ref::<kube::Error>()
+        .or_else(|| link.downcast_ref::<Box<kube::Error>>().map(AsRef::as_ref));
+    match kube_error {
+        Some(kube::Error::Api(status)) => Some(status),
+        Some(_) => None,
+        None => link.downcast_ref::<kube::core::Status>(),
+    }
+}
+
+/// `error`'s message with its causes, `: `-joined; an API error contributes the API server's
+/// message (not kube's debug rendering), and a cause its parent already quotes is left out.
+pub(crate) fn chain(error: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(link) = next {
+        if link.is::<Error>() {
+            next = next_cause(link);
+            continue;
+        }
+        let status = as_status(link);
+        let text = match status {
+            Some(status) if !status.message.is_empty() => status.message.clone(),
+            Some(status) => format!("{} ({})", status.reason, status.code),
+            None => link.to_string(),
+        };
+        if !parts
+            .last()
+            .is_some_and(|previous| previous.contains(&text))
+        {
+            parts.push(text);
+        }
+        // The API server's message is the end of the story; kube's `Status` source repeats it.
+        next = if status.is_some() {
+            None
+        } else {
+            next_cause(link)
+        };
+    }
+    parts.join(": ")
 }
 
 /// The first [`kube::Error`] in the source chain of `error`, itself included (also when boxed,
@@ -67,7 +123,7 @@ pub(crate) fn kube_cause<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a 
         if let Some(boxed) = error.downcast_ref::<Box<kube::Error>>() {
             return Some(boxed);
         }
-        next = error.source();
+        next = next_cause(error);
     }
     None
 }
@@ -149,6 +205,43 @@ mod tests {
     }
 
     #[test]
+    fn its_text_says_what_was_done_and_the_api_servers_answer_once() {
+        let invalid = kube::Error::Api(
+            kube::core::Status::failure(
+                "Deployment.apps \"web\" is invalid: spec.replicas: must be >= 0",
+                "Invalid",
+            )
+            .with_code(422)
+            .boxed(),
+        );
+        let error = Error::from(crate::reconcile::Error::Api {
+            action: "applying Deployment shop/web".into(),
+            source: Box::new(invalid),
+        });
+        assert_eq!(
+            error.to_string(),
+            "applying Deployment shop/web: Deployment.apps \"web\" is invalid: spec.replicas: \
+             must be >= 0"
+        );
+        assert!(
+            error.source().is_none(),
+            "the causes are in the text, not repeated"
+        );
+        assert_eq!(
+            error.kube().and_then(|e| match e {
+                kube::Error::Api(s) => Some(s.code),
+                _ => None,
+            }),
+            Some(422)
+        );
+        // Wrapped again, it reads the same.
+        assert_eq!(
+            Error::new(error).to_string().matches("is invalid").count(),
+            1
+        );
+    }
+
+    #[test]
     fn the_kube_error_is_found_directly_or_through_the_source_chain() {
         for step in [0, 2] {
             let error = reconcile(step).expect_err("the step fails");
@@ -162,10 +255,12 @@ mod tests {
     }
 
     #[test]
-    fn it_displays_as_the_error_it_holds() {
+    fn it_displays_as_the_error_it_holds_with_its_causes() {
         let error = reconcile(2).expect_err("the step fails");
-        assert_eq!(error.to_string(), "applying ConfigMap a/b");
-        assert!(error.source().is_some());
+        assert_eq!(
+            error.to_string(),
+            "applying ConfigMap a/b: the object has been modified"
+        );
         assert!(error.downcast_ref::<crate::reconcile::Error>().is_some());
     }
 

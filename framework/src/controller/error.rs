@@ -5,6 +5,8 @@ use std::time::Duration;
 use kube::core::Status;
 
 use super::ErrorAction;
+use crate::error::as_status;
+pub(crate) use crate::error::chain as message;
 
 /// Why a reconcile of one object failed: the reconciler's own error `E`, or a step the
 /// controller takes around it. [`Reconciler::error_policy`](super::Reconciler::error_policy)
@@ -90,7 +92,7 @@ pub(crate) fn api_status<'a>(error: &'a (dyn std::error::Error + 'static)) -> Op
         if let Some(status) = as_status(link) {
             return Some(status);
         }
-        next = link.source();
+        next = crate::error::next_cause(link);
     }
     None
 }
@@ -99,45 +101,6 @@ pub(crate) fn api_status<'a>(error: &'a (dyn std::error::Error + 'static)) -> Op
 /// to read it again, not to report a failure. `AlreadyExists` (also 409) is a real error.
 pub(crate) fn is_conflict(error: &(dyn std::error::Error + 'static)) -> bool {
     api_status(error).is_some_and(|s| s.code == 409 && s.reason != "AlreadyExists")
-}
-
-/// `link` as an API error: a `kube::Error::Api`, a boxed one, or a bare `Status`.
-fn as_status<'a>(link: &'a (dyn std::error::Error + 'static)) -> Option<&'a Status> {
-    let kube_error = link
-        .downcast_ref::<kube::Error>()
-        .or_else(|| link.downcast_ref::<Box<kube::Error>>().map(AsRef::as_ref));
-    match kube_error {
-        Some(kube::Error::Api(status)) => Some(status),
-        Some(_) => None,
-        None => link.downcast_ref::<Status>(),
-    }
-}
-
-/// The error's message with its causes, `: `-joined; an API error contributes the API server's
-/// message (not kube's debug rendering), and a cause its parent already quotes is left out.
-pub(crate) fn message(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(link) = next {
-        let text = match as_status(link) {
-            Some(status) if !status.message.is_empty() => status.message.clone(),
-            Some(status) => format!("{} ({})", status.reason, status.code),
-            None => link.to_string(),
-        };
-        if !parts
-            .last()
-            .is_some_and(|previous| previous.contains(&text))
-        {
-            parts.push(text);
-        }
-        // The API server's message is the end of the story; kube's `Status` source repeats it.
-        next = if as_status(link).is_some() {
-            None
-        } else {
-            link.source()
-        };
-    }
-    parts.join(": ")
 }
 
 /// `text` cut to at most `limit` bytes on a character boundary, marked with `…` when cut.

@@ -160,3 +160,24 @@ async fn prune_deletes_only_the_owned_objects_the_reconcile_no_longer_produces()
     assert!(gone.is_none());
     running.stop().await
 }
+
+#[tokio::test]
+async fn an_apply_the_api_server_refuses_says_why_in_the_errors_own_text() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let (ns, bundles) = namespace(cp, "kit-refused").await?;
+    let running = Running::start(cp.client(), &ns);
+    bundles
+        .create(&PostParams::default(), &bundle("web", &["Not_A_Name"]))
+        .await?;
+    let text = wait_for(REACT, "the refused apply's error", || async {
+        running.kit.errors.lock().first().cloned()
+    })
+    .await?;
+    // `{error}` of the reconciler's `kubeward::Error`, with no match on `kube::Error::Api`.
+    assert!(
+        text.starts_with(&format!("applying ConfigMap {ns}/Not_A_Name: "))
+            && text.contains("Invalid value: \"Not_A_Name\""),
+        "what was done and the API server's reason: {text}"
+    );
+    running.stop().await
+}
