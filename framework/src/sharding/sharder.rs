@@ -3,8 +3,8 @@
 //! The sharder runs in one replica (under leader election). It caches the ring's shard Leases
 //! and the metadata of every object of the ring's kinds, nothing more. Each kind has a work
 //! queue fed with an object whenever its labels change, and with every object whenever the set
-//! of available shards changes ([`watch_ring`]); its workers apply [`decide`] with a merge
-//! patch guarded by the resourceVersion they read.
+//! of available shards changes ([`watch_ring`]); its workers apply [`decide`] (to an owned
+//! kind, [`decide_owned`]) with a merge patch guarded by the resourceVersion they read.
 
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::assignment::decide_owned;
 use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
@@ -55,7 +56,7 @@ impl KindSharder {
     pub(crate) fn main<K: Watchable>() -> Self {
         Self {
             bind: |cluster, ring, view, metrics| {
-                bind::<K>(cluster, ring, view, metrics, own_key::<K>)
+                bind::<K>(cluster, ring, view, metrics, (own_key::<K>, true))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<K>(ring, view, metrics, own_key::<K>)
@@ -76,7 +77,7 @@ impl KindSharder {
     pub(crate) fn owned<C: Watchable>() -> Self {
         Self {
             bind: |cluster, ring, view, metrics| {
-                bind::<C>(cluster, ring, view, metrics, controller_key)
+                bind::<C>(cluster, ring, view, metrics, (controller_key, false))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<C>(ring, view, metrics, controller_key)
@@ -194,13 +195,14 @@ impl Sharder {
 const WORKERS: usize = 4;
 
 /// The sharder of objects of `K` in `ring`, keyed by `key_of`, over the metadata-only informer
-/// of `K` the cluster's factory shares.
+/// of `K` the cluster's factory shares; `main` when `K` is the ring's main kind (else an owned
+/// kind, never drained).
 fn bind<K: Watchable>(
     cluster: &Cluster,
     ring: &str,
     view: Ring,
     metrics: SharderMetrics,
-    key_of: KeyOf,
+    (key_of, main): (KeyOf, bool),
 ) -> Box<dyn SharderRun> {
     let sources = cluster.scope.sources::<K>();
     Box::new(KindRun {
@@ -212,6 +214,7 @@ fn bind<K: Watchable>(
             drain_label: drain_label(ring),
             view,
             key_of,
+            main,
             client: cluster.factory.client().clone(),
             metrics,
         }),
@@ -230,6 +233,7 @@ impl<K: Watchable> SharderRun for KindRun<K> {
         Box::pin(async move {
             let queue: WorkQueue<ObjectKey> = WorkQueue::new();
             let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+            let gone = Arc::clone(&assigner);
             // Only an object's labels matter to the sharder.
             informer.add_inline_handler(
                 handler_fns()
@@ -243,8 +247,10 @@ impl<K: Watchable> SharderRun for KindRun<K> {
                             }
                         },
                     )
-                    .on_delete(move |gone| {
-                        on_delete.forget(&ObjectKey::of(gone.object().as_ref()));
+                    .on_delete(move |deleted| {
+                        let meta = &deleted.object().metadata;
+                        gone.metrics.forget(&Assigner::object::<K>(meta));
+                        on_delete.forget(&ObjectKey::of(deleted.object().as_ref()));
                     }),
             );
             informer.start()?;
@@ -294,12 +300,24 @@ struct Assigner {
     drain_label: String,
     view: Ring,
     key_of: KeyOf,
+    /// Whether the kind is the ring's main kind; objects of an owned kind are never drained.
+    main: bool,
     client: Client,
     metrics: SharderMetrics,
 }
 
 impl Assigner {
-    /// Applies [`decide`] to the object of kind `K` with metadata `meta`.
+    /// How the metrics name the object of kind `K` with metadata `meta`.
+    fn object<K: Watchable>(meta: &ObjectMeta) -> String {
+        format!(
+            "{}/{}/{}",
+            K::plural(&()),
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default()
+        )
+    }
+
+    /// Applies [`decide`] (or [`decide_owned`]) to the object of kind `K` with metadata `meta`.
     async fn assign<K: Watchable>(&self, meta: &ObjectMeta) -> Result<(), kube::Error> {
         let Some(key) = (self.key_of)(meta) else {
             return Ok(());
@@ -310,14 +328,22 @@ impl Assigner {
             .map(String::as_str);
         let draining = labels.is_some_and(|l| l.contains_key(&self.drain_label));
         let view = Arc::clone(&self.view.borrow());
-        let decision = decide(
-            current,
-            draining,
-            view.ring.shard_for(&key),
-            &view.available,
-        );
+        let desired = view.ring.shard_for(&key);
+        let decision = if self.main {
+            decide(current, draining, desired, &view.available)
+        } else {
+            decide_owned(current, draining, desired)
+        };
+        let object = Self::object::<K>(meta);
         let labels = match &decision {
-            Decision::Keep => return Ok(()),
+            Decision::Keep => {
+                if current.is_some() && !draining {
+                    // Handed back and assigned by someone else (the assignment webhook, in the
+                    // write that removed the labels): the handover has ended all the same.
+                    self.metrics.handed_over(&object);
+                }
+                return Ok(());
+            }
             Decision::Assign(shard) => serde_json::json!({
                 self.shard_label.as_str(): shard,
                 self.drain_label.as_str(): null,
@@ -332,11 +358,6 @@ impl Assigner {
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .map_err(kube::Error::BuildRequest)?;
         self.client.request_text(request).await?;
-        let object = format!(
-            "{}/{}/{name}",
-            K::plural(&()),
-            meta.namespace.as_deref().unwrap_or_default()
-        );
         match decision {
             Decision::Assign(shard) => {
                 self.metrics.assigned(&shard);

@@ -3,6 +3,7 @@
 //! and the objects of a shard that stops move to the others.
 
 mod at_creation;
+mod handover;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
