@@ -1,12 +1,18 @@
 //! Hand-overs of owners and the objects they own on the real control plane (issue 41): owned
-//! objects are never drained but move with their owner.
+//! objects are never drained but move with their owner, and a cleanup that runs in the middle
+//! of a hand-over deletes every owned object, whichever shard label it still carries.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Cleanup, Context, Controller, Reconciler};
 use kubeward::leader;
@@ -123,6 +129,13 @@ impl Replica {
     }
 }
 
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 /// The shard and drain labels of `obj`.
 fn placement(obj: &impl kube::Resource) -> (Option<String>, bool) {
     let labels = obj.meta().labels.clone().unwrap_or_default();
@@ -130,6 +143,93 @@ fn placement(obj: &impl kube::Resource) -> (Option<String>, bool) {
         labels.get(&shard_label(RING)).cloned(),
         labels.contains_key(&drain_label(RING)),
     )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_deleted_in_the_middle_of_a_hand_over_takes_its_owned_objects_with_it()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("handover-cleanup").await?;
+    let client = cp.client();
+    // Someone else leads for an hour: no sharder runs, so the hand-over stays half done (the
+    // owner moved to shard-b, its ConfigMap not yet relabelled from shard-a) for as long as
+    // the test needs, as it is for a moment in a real hand-over.
+    let leader = Lease {
+        metadata: ObjectMeta {
+            name: Some("sharder".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("someone-else".into()),
+            lease_duration_seconds: Some(3600),
+            renew_time: Some(MicroTime(Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    };
+    Api::<Lease>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &leader)
+        .await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let owner = Secret {
+        metadata: ObjectMeta {
+            name: Some("gen".into()),
+            labels: Some(labels(&[(&shard_label(RING), "shard-b")])),
+            finalizers: Some(vec![FINALIZER.into()]),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    let owner = secrets.create(&PostParams::default(), &owner).await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let copy = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("gen-copy".into()),
+            labels: Some(labels(&[(&shard_label(RING), "shard-a")])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Secret".into(),
+                name: "gen".into(),
+                uid: owner.uid().unwrap_or_default(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    config_maps.create(&PostParams::default(), &copy).await?;
+
+    let (replica, reconciles) = Replica::start(client.clone(), &ns, "shard-b", false);
+    wait_for(WAIT, "shard-b to reconcile the owner it was given", || {
+        let n = reconciles.load(Ordering::SeqCst);
+        async move { (n > 0).then_some(()) }
+    })
+    .await?;
+    secrets.delete("gen", &DeleteParams::default()).await?;
+    wait_for(WAIT, "the owner to go once its cleanup ran", || async {
+        secrets.get_opt("gen").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    let left = config_maps.get_opt("gen-copy").await?;
+    assert!(
+        left.is_none(),
+        "the cleanup on shard-b left the owned ConfigMap behind (labelled {:?})",
+        left.as_ref().map(placement)
+    );
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    wait_for(WAIT, "a Deleted Event about the owner", || async {
+        let listed = events.list(&ListParams::default()).await.ok()?;
+        listed
+            .items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("Deleted")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("gen")
+            })
+            .then_some(())
+    })
+    .await?;
+    replica.stop().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
