@@ -28,7 +28,7 @@ use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
 use crate::metrics::SharderMetrics;
-use crate::sharding::{KindSharder, RING_LABEL, Sharder, shard_label};
+use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
 /// What a manager running as a shard holds until it runs.
 pub(super) struct Sharding {
@@ -107,7 +107,9 @@ impl Manager {
             shard.lease.clone().identity(shard.id.clone()),
         )
         .map_err(Error::LeaderElection)?
-        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into());
+        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into())
+        // A Lease the sharder took over is free once the term it wrote ends.
+        .unrenewed_holder(SHARDER_IDENTITY);
         let leadership = elector.leadership();
         let health = leadership.clone();
         self.add_health_check(

@@ -4,6 +4,7 @@
 
 mod at_creation;
 mod handover;
+mod restart;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
