@@ -56,6 +56,19 @@ impl StdError for Error {
     }
 }
 
+/// `error` and its sources, joined by `: `: a log line's or a user's whole story, where each
+/// error's own message leaves its cause to its source.
+pub(crate) fn chain(error: &dyn StdError) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
 /// The first [`kube::Error`] in the source chain of `error`, itself included (also when boxed,
 /// as the kit's errors hold it): for the worker to classify any reconciler's error.
 pub(crate) fn kube_cause<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a kube::Error> {

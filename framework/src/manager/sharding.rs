@@ -45,6 +45,17 @@ pub(super) struct Sharding {
     namespace: String,
 }
 
+/// Why a controller of the ring stopped on this shard.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this replica lost its shard Lease {shard} of ring {ring}, so the sharder may give its \
+     objects to another shard"
+)]
+struct LostShardLease {
+    ring: String,
+    shard: String,
+}
+
 impl Manager {
     /// Binds `controller`, of this shard's ring, to the shard's factory: it reconciles only
     /// this shard's objects, on every replica, while the replica holds its shard Lease.
@@ -75,10 +86,17 @@ impl Manager {
             .metrics(self.metrics().clone());
         let bound = controller.bind(&cluster);
         self.add_cache_readiness(&bound);
+        let Some(shard) = &self.config().shard else {
+            unreachable!("invariant: only a manager configured as a shard has shard members");
+        };
         Box::new(Member {
             term: Term(bound),
             leadership: state.leadership.clone(),
             alive: state.alive.clone(),
+            lost: LostShardLease {
+                ring: shard.ring.clone(),
+                shard: shard.id.clone(),
+            },
         })
     }
 
@@ -166,6 +184,10 @@ impl Manager {
         };
         let lease = ShardLease {
             name: format!("shard-lease {}/{}", shard.ring, shard.id),
+            ring: shard.ring.clone(),
+            shard: shard.id.clone(),
+            leadership: sharding.leadership,
+            losses: self.metrics().shard_lease_losses(&shard.ring),
             elector: sharding.elector,
             factory: sharding.factory,
             alive: sharding.alive,
@@ -183,6 +205,8 @@ struct Member<K> {
     term: Term<K>,
     leadership: Leadership,
     alive: mpsc::Sender<()>,
+    /// Its error when the Lease is lost.
+    lost: LostShardLease,
 }
 
 impl<K: Cacheable> Runnable for Member<K> {
@@ -202,6 +226,7 @@ impl<K: Cacheable> Runnable for Member<K> {
             term,
             mut leadership,
             alive,
+            lost,
         } = *self;
         Box::pin(async move {
             let _alive = alive;
@@ -209,22 +234,23 @@ impl<K: Cacheable> Runnable for Member<K> {
                 held = leadership.leading() => held?,
                 () = shutdown.cancelled() => return Ok(()),
             }
-            let name = term.name();
             let run = Box::new(term).run(shutdown);
             tokio::select! {
                 ended = run => ended,
-                () = leadership.lost() => Err(format!(
-                    "{name} stopped: this replica lost its shard Lease, so the sharder may give \
-                     its objects to another shard"
-                ).into()),
+                () = leadership.lost() => Err(lost.into()),
             }
         })
     }
 }
 
-/// Holds this replica's shard Lease until every member has stopped.
+/// Holds this replica's shard Lease until every member has stopped, and reports its loss.
 struct ShardLease {
     name: String,
+    ring: String,
+    shard: String,
+    leadership: Leadership,
+    /// `kubeward_shard_lease_losses_total{ring}`.
+    losses: prometheus::IntCounter,
     elector: LeaderElector,
     factory: Arc<Factory>,
     alive: mpsc::Sender<()>,
@@ -245,6 +271,10 @@ impl Runnable for ShardLease {
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         let Self {
+            ring,
+            shard,
+            mut leadership,
+            losses,
             elector,
             factory,
             alive,
@@ -253,6 +283,20 @@ impl Runnable for ShardLease {
         } = *self;
         Box::pin(async move {
             drop(alive);
+            // A loss before shutdown (a release at shutdown is no loss) is logged and counted
+            // once, however many of the ring's controllers it stops.
+            let watch = shutdown.clone();
+            let _losses = AbortOnDropHandle::new(tokio::spawn(async move {
+                while leadership.leading().await.is_ok() {
+                    leadership.lost().await;
+                    if watch.is_cancelled() {
+                        return;
+                    }
+                    losses.inc();
+                    tracing::error!(%ring, %shard, cause = %LostShardLease { ring: ring.clone(), shard: shard.clone() },
+                        "lost the shard Lease: stopping the ring's controllers");
+                }
+            }));
             let release = CancellationToken::new();
             // Aborted with this future: a manager dropped without shutting down stops renewing.
             let election = AbortOnDropHandle::new(tokio::spawn(
