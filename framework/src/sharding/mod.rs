@@ -28,6 +28,7 @@
 
 mod admission;
 mod assignment;
+mod failures;
 mod hash_ring;
 mod key;
 mod labels;

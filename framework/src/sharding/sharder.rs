@@ -4,9 +4,12 @@
 //! and the metadata of every object of the ring's kinds, nothing more. Each kind has a work
 //! queue fed with an object whenever its labels change, and with every object whenever the set
 //! of available shards changes ([`watch_ring`]); its workers apply [`decide`] (to an owned
-//! kind, [`decide_owned`]) with a merge patch guarded by the resourceVersion they read.
+//! kind, [`decide_owned`]) with a merge patch guarded by the resourceVersion they read. A write
+//! that fails is retried with a per-object backoff, and a burst of failures is logged once
+//! ([`Failures`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -18,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::assignment::decide_owned;
+use super::failures::Failures;
 use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
@@ -26,6 +30,7 @@ use crate::controller::Cluster;
 use crate::informer::{self, SharedInformer, Watchable, handler_fns};
 use crate::metrics::SharderMetrics;
 use crate::queue::WorkQueue;
+use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
 use crate::webhook::Admission;
 
 /// How an object's ring key is found from its metadata (`None`: it is not sharded).
@@ -194,6 +199,15 @@ impl Sharder {
 /// How many objects of one kind the sharder patches at once.
 const WORKERS: usize = 4;
 
+/// How soon a failed label write is retried, doubling per failure of the same object up to
+/// [`RETRY_MAX`]. A 409 Conflict means the sharder's cache is behind the API server (it is
+/// after a restart of the API server, for a few seconds): retrying within milliseconds, as a
+/// controller's queue does, only fails again.
+const RETRY_BASE: Duration = Duration::from_millis(250);
+
+/// The longest wait before a failed label write is retried.
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
 /// The sharder of objects of `K` in `ring`, keyed by `key_of`, over the metadata-only informer
 /// of `K` the cluster's factory shares; `main` when `K` is the ring's main kind (else an owned
 /// kind, never drained).
@@ -217,6 +231,7 @@ fn bind<K: Watchable>(
             main,
             client: cluster.factory.client().clone(),
             metrics,
+            failures: Failures::default(),
         }),
     })
 }
@@ -231,7 +246,12 @@ impl<K: Watchable> SharderRun for KindRun<K> {
     fn run(&self, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), informer::Error>> {
         let (informer, assigner) = (self.informer.clone(), Arc::clone(&self.assigner));
         Box::pin(async move {
-            let queue: WorkQueue<ObjectKey> = WorkQueue::new();
+            let queue: WorkQueue<ObjectKey> = WorkQueue::builder()
+                .rate_limiter(MaxOf::new(vec![
+                    Box::new(ExponentialBackoff::new(RETRY_BASE, RETRY_MAX)),
+                    Box::new(TokenBucket::new(10.0, 100)),
+                ]))
+                .build();
             let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
             let gone = Arc::clone(&assigner);
             // Only an object's labels matter to the sharder.
@@ -274,9 +294,12 @@ impl<K: Watchable> SharderRun for KindRun<K> {
                     while let Some(key) = queue.get().await {
                         if let Some(obj) = store.get(&key) {
                             match assigner.assign::<K>(&obj.metadata).await {
-                                Ok(()) => queue.forget(&key),
+                                Ok(()) => {
+                                    queue.forget(&key);
+                                    assigner.failures.succeeded();
+                                }
                                 Err(error) => {
-                                    tracing::warn!(object = %key, %error, "assigning to a shard failed; retrying");
+                                    assigner.failures.failed(&key, &error);
                                     queue.add_rate_limited(key.clone());
                                 }
                             }
@@ -304,6 +327,8 @@ struct Assigner {
     main: bool,
     client: Client,
     metrics: SharderMetrics,
+    /// The writes that failed since the last success.
+    failures: Failures,
 }
 
 impl Assigner {
@@ -369,3 +394,8 @@ impl Assigner {
         Ok(())
     }
 }
+
+// They run the sharder against the testing kit's fake API server.
+#[cfg(all(test, feature = "testing"))]
+#[path = "tests/sharder.rs"]
+mod tests;
