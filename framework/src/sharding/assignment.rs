@@ -9,7 +9,7 @@ pub enum Decision {
     Keep,
     /// Set its shard label to this shard and remove any drain label: it has no shard, or its
     /// shard is gone (not available), so no shard can be reconciling it; or it is an owned
-    /// object, which moves with its owner without being drained ([`decide_owned`]).
+    /// object, which moves with its owner without being drained.
     Assign(String),
     /// Add the drain label: its shard is alive but the ring now puts it elsewhere; the shard
     /// hands it back (removes both labels) once no reconcile of it runs.
