@@ -286,7 +286,7 @@ async fn owned_objects_move_with_their_owners_and_keep_no_drain_label_after_a_re
         .await
         .is_err()
     {
-        anyhow::bail!("no {what} within {WAIT:?}: {}", last.lock());
+        anyhow::bail!("after {WAIT:?}, still not {what}: {}", last.lock());
     }
     let drains_before = leader.metric("kubeward_sharder_drains_total", |m| {
         m.get_counter().get_value()
@@ -301,7 +301,7 @@ async fn owned_objects_move_with_their_owners_and_keep_no_drain_label_after_a_re
         .await
         .is_err()
     {
-        anyhow::bail!("no {what} within {WAIT:?}: {}", last.lock());
+        anyhow::bail!("after {WAIT:?}, still not {what}: {}", last.lock());
     }
     let ring = HashRing::new(["shard-a", "shard-b"]);
     let moved = (0..OWNERS)
