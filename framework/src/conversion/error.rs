@@ -57,13 +57,4 @@ pub enum Error {
 }
 
 /// `error` and its sources, joined by `: `, for a message the API server shows to users.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
-}
+pub(crate) use crate::error::chain;

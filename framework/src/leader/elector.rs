@@ -107,6 +107,15 @@ impl LeaderElector {
         })
     }
 
+    /// Takes `holder` for one that writes the Lease once and never renews it (the sharder's
+    /// takeover of a shard Lease): its record expires as it states (see
+    /// [`State::unrenewed_holder`]).
+    #[must_use]
+    pub(crate) fn unrenewed_holder(mut self, holder: &str) -> Self {
+        self.state = self.state.unrenewed_holder(holder);
+        self
+    }
+
     /// Labels the Lease carries, set when it is created and on every write (other labels kept).
     #[must_use]
     pub(crate) fn labels(mut self, labels: BTreeMap<String, String>) -> Self {

@@ -9,6 +9,10 @@
 //! last successful write. Since every observer first sees that write after it started, and waits
 //! a whole lease duration (longer than the renew deadline) before taking over, the two beliefs
 //! never overlap, as long as the clocks run at about the same rate.
+//!
+//! One exception: a holder that never renews (the sharder's takeover of a dead shard's Lease,
+//! see [`State::unrenewed_holder`]) holds for the term its record states, `renewTime` plus
+//! `leaseDurationSeconds` by the wall clock, and never longer than the usual wait.
 
 use std::time::Duration;
 
@@ -89,6 +93,8 @@ pub(crate) struct State {
     seen: Option<(Record, Instant)>,
     term: Option<Term>,
     last_term: Option<Term>,
+    /// A holder whose term ends as its record states (see [`Self::unrenewed_holder`]).
+    unrenewed: Option<String>,
 }
 
 impl State {
@@ -108,7 +114,21 @@ impl State {
             seen: None,
             term: None,
             last_term: None,
+            unrenewed: None,
         }
+    }
+
+    /// With `holder` taken for one that writes a Lease once and never renews it: the
+    /// sharder, which takes over a dead shard's Lease for a fixed term so that the shard cannot
+    /// come back unnoticed. Such a record expires at its `renewTime` plus its
+    /// `leaseDurationSeconds` by our wall clock (or a lease duration after we first saw it, if
+    /// that is sooner): a shard restarted long after the takeover waits for what is left of
+    /// the term, not for a whole new one. No one acts on holding such a Lease, so a clock that
+    /// runs ahead of the sharder's only shortens a wait that protects no running holder.
+    #[must_use]
+    pub(crate) fn unrenewed_holder(mut self, holder: impl Into<String>) -> Self {
+        self.unrenewed = Some(holder.into());
+        self
     }
 
     /// This candidate's identity.
@@ -199,7 +219,18 @@ impl State {
                 // Someone else holds it; if we believed we led, that belief is wrong now.
                 self.stop(now);
                 let seen_at = self.seen.as_ref().map_or(now, |(_, at)| *at);
-                let expires_at = seen_at + record.lease_duration.unwrap_or(self.lease_duration);
+                let duration = record.lease_duration.unwrap_or(self.lease_duration);
+                let mut expires_at = seen_at + duration;
+                if let (Some(unrenewed), Some(renewed)) = (&self.unrenewed, record.renew_time)
+                    && unrenewed == holder
+                {
+                    let duration_micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+                    let left = renewed
+                        .saturating_add(duration_micros)
+                        .saturating_sub(wall_micros);
+                    let left = Duration::from_micros(u64::try_from(left).unwrap_or(0));
+                    expires_at = expires_at.min(now + left);
+                }
                 if now < expires_at {
                     return Step::Wait {
                         holder: holder.to_owned(),
@@ -367,6 +398,62 @@ mod tests {
         let write = write(state.observe(Some(&other), start + LEASE, 0));
         assert_eq!(write.kind, WriteKind::Acquire);
         assert_eq!(write.record.transitions, 5);
+    }
+
+    #[test]
+    fn a_takeover_that_is_never_renewed_ends_as_its_record_states_not_a_lease_after_we_saw_it() {
+        let start = Instant::now();
+        let second: i64 = 1_000_000;
+        let mut state = State::new("me", LEASE, DEADLINE).unrenewed_holder("sharder");
+        // Taken over (a 2 s term) 1.5 s before our wall clock's 10 s: 0.5 s of it are left.
+        let taken = held_by(Some("sharder"), 10 * second - 3 * second / 2, "9");
+        assert_eq!(
+            state.observe(Some(&taken), start, 10 * second),
+            Step::Wait {
+                holder: "sharder".into(),
+                expires_at: start + Duration::from_millis(500),
+            }
+        );
+        let write = write(state.observe(
+            Some(&taken),
+            start + Duration::from_millis(500),
+            10 * second + second / 2,
+        ));
+        assert_eq!(write.kind, WriteKind::Acquire);
+        // A term that ended before we saw it: acquired at once.
+        let mut late = State::new("me", LEASE, DEADLINE).unrenewed_holder("sharder");
+        let over = held_by(Some("sharder"), 0, "9");
+        assert_eq!(
+            write_kind(late.observe(Some(&over), start, 10 * second)),
+            Some(WriteKind::Acquire)
+        );
+        // A record stamped in our future: never a longer wait than for anyone else.
+        let mut skewed = State::new("me", LEASE, DEADLINE).unrenewed_holder("sharder");
+        let ahead = held_by(Some("sharder"), 100 * second, "9");
+        assert_eq!(
+            skewed.observe(Some(&ahead), start, 0),
+            Step::Wait {
+                holder: "sharder".into(),
+                expires_at: start + LEASE,
+            }
+        );
+        // Another holder is judged as always.
+        let mut other = State::new("me", LEASE, DEADLINE).unrenewed_holder("sharder");
+        let held = held_by(Some("other"), 0, "9");
+        assert_eq!(
+            other.observe(Some(&held), start, 10 * second),
+            Step::Wait {
+                holder: "other".into(),
+                expires_at: start + LEASE,
+            }
+        );
+    }
+
+    fn write_kind(step: Step) -> Option<WriteKind> {
+        match step {
+            Step::Write(write) => Some(write.kind),
+            Step::Wait { .. } => None,
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::http::{Endpoints, serve};
 use super::namespaces;
 use super::secure_metrics::{self, Guard};
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
+use crate::error::chain;
 use crate::leader::{LeaderElector, Leadership, Status};
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
@@ -307,7 +308,8 @@ impl Manager {
     /// Records a runnable that ended; an error or panic starts shutdown.
     fn note_ended(&self, joined: Result<Ended, tokio::task::JoinError>, outcome: &mut Result<()>) {
         if let Err(e) = ended(joined) {
-            tracing::error!(error = %e, "stopping the manager");
+            // The whole chain: "NAME failed" alone does not say why.
+            tracing::error!(error = %chain(&e), "stopping the manager");
             if outcome.is_ok() {
                 *outcome = Err(e);
             }
@@ -325,7 +327,7 @@ impl Manager {
                 None => gated.join_next().await,
             } {
                 if let Err(e) = ended(joined) {
-                    tracing::error!(error = %e, "failed while shutting down");
+                    tracing::error!(error = %chain(&e), "failed while shutting down");
                     first_error.get_or_insert(e);
                 }
             }

@@ -28,7 +28,7 @@ use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
 use crate::metrics::SharderMetrics;
-use crate::sharding::{KindSharder, RING_LABEL, Sharder, shard_label};
+use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
 /// What a manager running as a shard holds until it runs.
 pub(super) struct Sharding {
@@ -43,6 +43,17 @@ pub(super) struct Sharding {
     kinds: Vec<KindSharder>,
     /// Where the ring's shard Leases live.
     namespace: String,
+}
+
+/// Why a controller of the ring stopped on this shard.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this replica lost its shard Lease {shard} of ring {ring}, so the sharder may give its \
+     objects to another shard"
+)]
+struct LostShardLease {
+    ring: String,
+    shard: String,
 }
 
 impl Manager {
@@ -75,10 +86,17 @@ impl Manager {
             .metrics(self.metrics().clone());
         let bound = controller.bind(&cluster);
         self.add_cache_readiness(&bound);
+        let Some(shard) = &self.config().shard else {
+            unreachable!("invariant: only a manager configured as a shard has shard members");
+        };
         Box::new(Member {
             term: Term(bound),
             leadership: state.leadership.clone(),
             alive: state.alive.clone(),
+            lost: LostShardLease {
+                ring: shard.ring.clone(),
+                shard: shard.id.clone(),
+            },
         })
     }
 
@@ -107,7 +125,9 @@ impl Manager {
             shard.lease.clone().identity(shard.id.clone()),
         )
         .map_err(Error::LeaderElection)?
-        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into());
+        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into())
+        // A Lease the sharder took over is free once the term it wrote ends.
+        .unrenewed_holder(SHARDER_IDENTITY);
         let leadership = elector.leadership();
         let health = leadership.clone();
         self.add_health_check(
@@ -164,6 +184,10 @@ impl Manager {
         };
         let lease = ShardLease {
             name: format!("shard-lease {}/{}", shard.ring, shard.id),
+            ring: shard.ring.clone(),
+            shard: shard.id.clone(),
+            leadership: sharding.leadership,
+            losses: self.metrics().shard_lease_losses(&shard.ring),
             elector: sharding.elector,
             factory: sharding.factory,
             alive: sharding.alive,
@@ -181,6 +205,8 @@ struct Member<K> {
     term: Term<K>,
     leadership: Leadership,
     alive: mpsc::Sender<()>,
+    /// Its error when the Lease is lost.
+    lost: LostShardLease,
 }
 
 impl<K: Cacheable> Runnable for Member<K> {
@@ -200,6 +226,7 @@ impl<K: Cacheable> Runnable for Member<K> {
             term,
             mut leadership,
             alive,
+            lost,
         } = *self;
         Box::pin(async move {
             let _alive = alive;
@@ -207,22 +234,23 @@ impl<K: Cacheable> Runnable for Member<K> {
                 held = leadership.leading() => held?,
                 () = shutdown.cancelled() => return Ok(()),
             }
-            let name = term.name();
             let run = Box::new(term).run(shutdown);
             tokio::select! {
                 ended = run => ended,
-                () = leadership.lost() => Err(format!(
-                    "{name} stopped: this replica lost its shard Lease, so the sharder may give \
-                     its objects to another shard"
-                ).into()),
+                () = leadership.lost() => Err(lost.into()),
             }
         })
     }
 }
 
-/// Holds this replica's shard Lease until every member has stopped.
+/// Holds this replica's shard Lease until every member has stopped, and reports its loss.
 struct ShardLease {
     name: String,
+    ring: String,
+    shard: String,
+    leadership: Leadership,
+    /// `kubeward_shard_lease_losses_total{ring}`.
+    losses: prometheus::IntCounter,
     elector: LeaderElector,
     factory: Arc<Factory>,
     alive: mpsc::Sender<()>,
@@ -243,6 +271,10 @@ impl Runnable for ShardLease {
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         let Self {
+            ring,
+            shard,
+            mut leadership,
+            losses,
             elector,
             factory,
             alive,
@@ -251,6 +283,20 @@ impl Runnable for ShardLease {
         } = *self;
         Box::pin(async move {
             drop(alive);
+            // A loss before shutdown (a release at shutdown is no loss) is logged and counted
+            // once, however many of the ring's controllers it stops.
+            let watch = shutdown.clone();
+            let _losses = AbortOnDropHandle::new(tokio::spawn(async move {
+                while leadership.leading().await.is_ok() {
+                    leadership.lost().await;
+                    if watch.is_cancelled() {
+                        return;
+                    }
+                    losses.inc();
+                    tracing::error!(%ring, %shard, cause = %LostShardLease { ring: ring.clone(), shard: shard.clone() },
+                        "lost the shard Lease: stopping the ring's controllers");
+                }
+            }));
             let release = CancellationToken::new();
             // Aborted with this future: a manager dropped without shutting down stops renewing.
             let election = AbortOnDropHandle::new(tokio::spawn(

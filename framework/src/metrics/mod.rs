@@ -75,6 +75,7 @@ pub struct Metrics {
     pub(crate) drains: IntCounterVec,
     pub(crate) handover: HistogramVec,
     pub(crate) shard_leases: IntGaugeVec,
+    pub(crate) shard_lease_losses: IntCounterVec,
     pub(crate) rest_requests: IntCounterVec,
     pub(crate) rest_duration: HistogramVec,
 }
@@ -117,6 +118,7 @@ impl Metrics {
                 labels(READS + 4),
             )?,
             shard_leases: IntGaugeVec::new(opts(READS + 5), labels(READS + 5))?,
+            shard_lease_losses: IntCounterVec::new(opts(READS + 6), labels(READS + 6))?,
             rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
@@ -145,6 +147,7 @@ impl Metrics {
         registry.register(Box::new(metrics.drains.clone()))?;
         registry.register(Box::new(metrics.handover.clone()))?;
         registry.register(Box::new(metrics.shard_leases.clone()))?;
+        registry.register(Box::new(metrics.shard_lease_losses.clone()))?;
         registry.register(Box::new(metrics.rest_requests.clone()))?;
         registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
@@ -175,6 +178,12 @@ impl Metrics {
     /// The sharder's series of the controller ring `ring`.
     pub(crate) fn sharder(&self, ring: &str) -> SharderMetrics {
         SharderMetrics::new(self, ring)
+    }
+
+    /// `kubeward_shard_lease_losses_total{ring}`, at zero until this replica loses its shard
+    /// Lease of `ring`.
+    pub(crate) fn shard_lease_losses(&self, ring: &str) -> prometheus::IntCounter {
+        self.shard_lease_losses.with_label_values(&[ring])
     }
 
     /// A layer for a kube client talking to the API server at `host` (`HOST:PORT`) that records
@@ -291,6 +300,7 @@ mod tests {
         sharder.drained("demo/a");
         sharder.handed_over("demo/a");
         sharder.set_lease_states(&[crate::sharding::ShardState::Ready]);
+        let _ = metrics.shard_lease_losses("demo");
         metrics.set_leader("demo", true);
         metrics
             .queue_duration

@@ -211,6 +211,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Shard Leases of a controller ring by the state the sharder labels them with (ready, expired, uncertain, dead, orphaned); on the leader.",
     },
     Family {
+        name: "kubeward_shard_lease_losses_total",
+        kind: Kind::Counter,
+        labels: &["ring"],
+        help: "Times this replica lost its shard Lease of a controller ring (not renewed within the renew deadline, or taken by another): it stops the ring's controllers and the manager exits.",
+    },
+    Family {
         name: "process_cpu_seconds_total",
         kind: Kind::Counter,
         labels: &[],

@@ -72,6 +72,11 @@ impl SharderMetrics {
         self.draining.lock().insert(key.to_owned(), Instant::now());
     }
 
+    /// The object `key` is gone: if it was being handed over, it never will be.
+    pub(crate) fn forget(&self, key: &str) {
+        self.draining.lock().remove(key);
+    }
+
     /// The object `key` was assigned again; if it had been drained, its handover ends.
     pub(crate) fn handed_over(&self, key: &str) {
         if let Some(since) = self.draining.lock().remove(key) {

@@ -3,14 +3,15 @@
 use std::sync::Arc;
 
 use kube::Resource;
-use kube::api::{DeleteParams, Preconditions};
-use kube::core::Request;
+use kube::api::{DeleteParams, ListParams, ObjectList, Preconditions};
+use kube::core::{ObjectMeta, PartialObjectMeta, Request};
 
 use super::Error;
 use crate::cache::ObjectKey;
 use crate::controller::Context;
 use crate::informer::{SharedInformer, Watchable};
 use crate::metrics::ReadSource;
+use crate::sharding::OwnedLabels;
 
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
@@ -23,15 +24,7 @@ impl<K: Resource> Context<K> {
     /// [`Error::NotCached`] when the controller keeps no cache of `C` (declare that it owns
     /// `C`); [`Error::Incomplete`] when `owner` has no uid.
     pub fn owned<C: Watchable>(&self, owner: &K) -> Result<Vec<Arc<C>>, Error> {
-        let uid = owner
-            .meta()
-            .uid
-            .as_deref()
-            .ok_or_else(|| Error::Incomplete {
-                kind: self.kind().name().to_owned(),
-                name: owner.meta().name.clone().unwrap_or_default(),
-                missing: "metadata.uid",
-            })?;
+        let uid = self.owner_uid(owner)?;
         let informer = self.informer_of::<C>().ok_or_else(|| Error::NotCached {
             kind: C::kind(&()).into_owned(),
         })?;
@@ -52,6 +45,12 @@ impl<K: Resource> Context<K> {
     /// name (the uid precondition fails), is skipped. `&[]` deletes them all, e.g. in a
     /// cleanup.
     ///
+    /// On a shard, when `owner` is being deleted and `C` is a kind of the controller's ring,
+    /// the objects are listed from the API server (their metadata, in the owner's namespace)
+    /// instead of the cache: the sharder moves an owned object to its owner's new shard in a
+    /// write of its own, so during a hand-over an owned object may still carry the old shard's
+    /// label and be in no cache of this shard. A cleanup then never misses one.
+    ///
     /// # Errors
     /// As [`Self::owned`]; [`Error::Forbidden`] naming the missing permission when RBAC
     /// refuses a delete; [`Error::Api`] for any other refusal.
@@ -60,9 +59,16 @@ impl<K: Resource> Context<K> {
         owner: &K,
         keep: &[&str],
     ) -> Result<Vec<ObjectKey>, Error> {
+        let moving = owner.meta().deletion_timestamp.is_some()
+            && self.owned_labels().is_some_and(OwnedLabels::covers::<C>);
+        let targets: Vec<ObjectMeta> = if moving {
+            self.owned_on_server::<C>(owner).await?
+        } else {
+            let cached = self.owned::<C>(owner)?;
+            cached.iter().map(|obj| obj.meta().clone()).collect()
+        };
         let mut deleted = Vec::new();
-        for obj in self.owned::<C>(owner)? {
-            let meta = obj.meta();
+        for meta in &targets {
             let name = meta.name.as_deref().unwrap_or_default();
             if keep.contains(&name) {
                 continue;
@@ -88,6 +94,47 @@ impl<K: Resource> Context<K> {
         Ok(deleted)
     }
 
+    /// The uid of `owner`, which its owned objects' owner references name.
+    fn owner_uid<'o>(&self, owner: &'o K) -> Result<&'o str, Error> {
+        owner
+            .meta()
+            .uid
+            .as_deref()
+            .ok_or_else(|| Error::Incomplete {
+                kind: self.kind().name().to_owned(),
+                name: owner.meta().name.clone().unwrap_or_default(),
+                missing: "metadata.uid",
+            })
+    }
+
+    /// The metadata of the objects of `C` that `owner` controls, listed from the API server in
+    /// the owner's namespace (all namespaces for a cluster-scoped owner), 500 at a time.
+    async fn owned_on_server<C: Watchable>(&self, owner: &K) -> Result<Vec<ObjectMeta>, Error> {
+        let uid = self.owner_uid(owner)?;
+        let namespace = owner.meta().namespace.as_deref();
+        let fail = |e| Error::request::<C>("list", None, namespace, "", e);
+        let mut params = ListParams::default().limit(500);
+        let mut found = Vec::new();
+        loop {
+            let request = Request::new(C::url_path(&(), namespace))
+                .list_metadata(&params)
+                .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
+            let page: ObjectList<PartialObjectMeta<C>> =
+                self.client().request(request).await.map_err(fail)?;
+            self.count_read::<C>(ReadSource::Api);
+            found.extend(
+                page.items
+                    .into_iter()
+                    .map(|obj| obj.metadata)
+                    .filter(|meta| controller_uid_of(meta).any(|owner| owner == uid)),
+            );
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(next) => params = params.continue_token(&next),
+                None => return Ok(found),
+            }
+        }
+    }
+
     /// The object of `C` with this namespace and name in the controller's cache of `C`.
     pub(super) fn cached<C: Watchable>(
         &self,
@@ -107,11 +154,14 @@ impl<K: Resource> Context<K> {
 }
 
 fn controller_uid<C: Resource>(obj: &C) -> Vec<String> {
-    obj.meta()
-        .owner_references
+    controller_uid_of(obj.meta()).map(str::to_owned).collect()
+}
+
+/// The uid of each owner reference of `meta` with `controller: true` (at most one, if valid).
+fn controller_uid_of(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
+    meta.owner_references
         .iter()
         .flatten()
         .filter(|r| r.controller == Some(true))
-        .map(|r| r.uid.clone())
-        .collect()
+        .map(|r| r.uid.as_str())
 }

@@ -12,7 +12,8 @@
 //!   [`shard_label`]`(ring)` to the shard. When the ring moves an object away from a live shard,
 //!   it sets [`drain_label`]`(ring)` instead ([`decide`]); the shard, once no reconcile of the
 //!   object runs, removes both labels and drops it, and only then does the sharder assign it
-//!   anew. Objects of a shard that is gone move at once.
+//!   anew. Objects of a shard that is gone move at once. Owned objects are never drained: the
+//!   owner is the one a shard reconciles, so they move to their owner's new shard at once.
 //! - Each shard's informers select only objects labelled with its id, so its cache, watches and
 //!   queue hold only its share.
 //! - **Assignment at creation.** When the webhook server can serve, every replica serves a
@@ -27,6 +28,7 @@
 
 mod admission;
 mod assignment;
+mod failures;
 mod hash_ring;
 mod key;
 mod labels;

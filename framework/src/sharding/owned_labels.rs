@@ -27,6 +27,13 @@ impl OwnedLabels {
         }
     }
 
+    /// Whether `C` is a kind of the ring that the controller owns: the sharder moves its
+    /// objects with their owners, each in a write of its own.
+    pub(crate) fn covers<C: Resource<DynamicType = ()>>(&self) -> bool {
+        self.kinds
+            .contains(&format!("{}/{}", C::group(&()), C::kind(&())))
+    }
+
     /// Sets the shard label of `child`, an object of `C` that `owner` controls, to the owner's
     /// when `C` is a kind of the ring and the owner has one.
     pub(crate) fn label<C: Resource<DynamicType = ()>>(
@@ -34,10 +41,7 @@ impl OwnedLabels {
         owner: &ObjectMeta,
         child: &mut ObjectMeta,
     ) {
-        if !self
-            .kinds
-            .contains(&format!("{}/{}", C::group(&()), C::kind(&())))
-        {
+        if !self.covers::<C>() {
             return;
         }
         let Some(shard) = owner.labels.as_ref().and_then(|l| l.get(&self.label)) else {

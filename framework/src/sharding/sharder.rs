@@ -3,10 +3,13 @@
 //! The sharder runs in one replica (under leader election). It caches the ring's shard Leases
 //! and the metadata of every object of the ring's kinds, nothing more. Each kind has a work
 //! queue fed with an object whenever its labels change, and with every object whenever the set
-//! of available shards changes ([`watch_ring`]); its workers apply [`decide`] with a merge
-//! patch guarded by the resourceVersion they read.
+//! of available shards changes ([`watch_ring`]); its workers apply [`decide`] (to an owned
+//! kind, [`decide_owned`]) with a merge patch guarded by the resourceVersion they read. A write
+//! that fails is retried with a per-object backoff, and a burst of failures is logged once
+//! ([`Failures`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -17,6 +20,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::assignment::decide_owned;
+use super::failures::Failures;
 use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
@@ -25,6 +30,7 @@ use crate::controller::Cluster;
 use crate::informer::{self, SharedInformer, Watchable, handler_fns};
 use crate::metrics::SharderMetrics;
 use crate::queue::WorkQueue;
+use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
 use crate::webhook::Admission;
 
 /// How an object's ring key is found from its metadata (`None`: it is not sharded).
@@ -55,7 +61,7 @@ impl KindSharder {
     pub(crate) fn main<K: Watchable>() -> Self {
         Self {
             bind: |cluster, ring, view, metrics| {
-                bind::<K>(cluster, ring, view, metrics, own_key::<K>)
+                bind::<K>(cluster, ring, view, metrics, (own_key::<K>, true))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<K>(ring, view, metrics, own_key::<K>)
@@ -76,7 +82,7 @@ impl KindSharder {
     pub(crate) fn owned<C: Watchable>() -> Self {
         Self {
             bind: |cluster, ring, view, metrics| {
-                bind::<C>(cluster, ring, view, metrics, controller_key)
+                bind::<C>(cluster, ring, view, metrics, (controller_key, false))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<C>(ring, view, metrics, controller_key)
@@ -193,14 +199,24 @@ impl Sharder {
 /// How many objects of one kind the sharder patches at once.
 const WORKERS: usize = 4;
 
+/// How soon a failed label write is retried, doubling per failure of the same object up to
+/// [`RETRY_MAX`]. A 409 Conflict means the sharder's cache is behind the API server (it is
+/// after a restart of the API server, for a few seconds): retrying within milliseconds, as a
+/// controller's queue does, only fails again.
+const RETRY_BASE: Duration = Duration::from_millis(250);
+
+/// The longest wait before a failed label write is retried.
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
 /// The sharder of objects of `K` in `ring`, keyed by `key_of`, over the metadata-only informer
-/// of `K` the cluster's factory shares.
+/// of `K` the cluster's factory shares; `main` when `K` is the ring's main kind (else an owned
+/// kind, never drained).
 fn bind<K: Watchable>(
     cluster: &Cluster,
     ring: &str,
     view: Ring,
     metrics: SharderMetrics,
-    key_of: KeyOf,
+    (key_of, main): (KeyOf, bool),
 ) -> Box<dyn SharderRun> {
     let sources = cluster.scope.sources::<K>();
     Box::new(KindRun {
@@ -212,8 +228,10 @@ fn bind<K: Watchable>(
             drain_label: drain_label(ring),
             view,
             key_of,
+            main,
             client: cluster.factory.client().clone(),
             metrics,
+            failures: Failures::default(),
         }),
     })
 }
@@ -228,8 +246,14 @@ impl<K: Watchable> SharderRun for KindRun<K> {
     fn run(&self, shutdown: CancellationToken) -> BoxFuture<'static, Result<(), informer::Error>> {
         let (informer, assigner) = (self.informer.clone(), Arc::clone(&self.assigner));
         Box::pin(async move {
-            let queue: WorkQueue<ObjectKey> = WorkQueue::new();
+            let queue: WorkQueue<ObjectKey> = WorkQueue::builder()
+                .rate_limiter(MaxOf::new(vec![
+                    Box::new(ExponentialBackoff::new(RETRY_BASE, RETRY_MAX)),
+                    Box::new(TokenBucket::new(10.0, 100)),
+                ]))
+                .build();
             let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+            let gone = Arc::clone(&assigner);
             // Only an object's labels matter to the sharder.
             informer.add_inline_handler(
                 handler_fns()
@@ -243,8 +267,10 @@ impl<K: Watchable> SharderRun for KindRun<K> {
                             }
                         },
                     )
-                    .on_delete(move |gone| {
-                        on_delete.forget(&ObjectKey::of(gone.object().as_ref()));
+                    .on_delete(move |deleted| {
+                        let meta = &deleted.object().metadata;
+                        gone.metrics.forget(&Assigner::object::<K>(meta));
+                        on_delete.forget(&ObjectKey::of(deleted.object().as_ref()));
                     }),
             );
             informer.start()?;
@@ -268,9 +294,12 @@ impl<K: Watchable> SharderRun for KindRun<K> {
                     while let Some(key) = queue.get().await {
                         if let Some(obj) = store.get(&key) {
                             match assigner.assign::<K>(&obj.metadata).await {
-                                Ok(()) => queue.forget(&key),
+                                Ok(()) => {
+                                    queue.forget(&key);
+                                    assigner.failures.succeeded();
+                                }
                                 Err(error) => {
-                                    tracing::warn!(object = %key, %error, "assigning to a shard failed; retrying");
+                                    assigner.failures.failed(&key, &error);
                                     queue.add_rate_limited(key.clone());
                                 }
                             }
@@ -294,12 +323,26 @@ struct Assigner {
     drain_label: String,
     view: Ring,
     key_of: KeyOf,
+    /// Whether the kind is the ring's main kind; objects of an owned kind are never drained.
+    main: bool,
     client: Client,
     metrics: SharderMetrics,
+    /// The writes that failed since the last success.
+    failures: Failures,
 }
 
 impl Assigner {
-    /// Applies [`decide`] to the object of kind `K` with metadata `meta`.
+    /// How the metrics name the object of kind `K` with metadata `meta`.
+    fn object<K: Watchable>(meta: &ObjectMeta) -> String {
+        format!(
+            "{}/{}/{}",
+            K::plural(&()),
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default()
+        )
+    }
+
+    /// Applies [`decide`] (or [`decide_owned`]) to the object of kind `K` with metadata `meta`.
     async fn assign<K: Watchable>(&self, meta: &ObjectMeta) -> Result<(), kube::Error> {
         let Some(key) = (self.key_of)(meta) else {
             return Ok(());
@@ -310,14 +353,22 @@ impl Assigner {
             .map(String::as_str);
         let draining = labels.is_some_and(|l| l.contains_key(&self.drain_label));
         let view = Arc::clone(&self.view.borrow());
-        let decision = decide(
-            current,
-            draining,
-            view.ring.shard_for(&key),
-            &view.available,
-        );
+        let desired = view.ring.shard_for(&key);
+        let decision = if self.main {
+            decide(current, draining, desired, &view.available)
+        } else {
+            decide_owned(current, draining, desired)
+        };
+        let object = Self::object::<K>(meta);
         let labels = match &decision {
-            Decision::Keep => return Ok(()),
+            Decision::Keep => {
+                if current.is_some() && !draining {
+                    // Handed back and assigned by someone else (the assignment webhook, in the
+                    // write that removed the labels): the handover has ended all the same.
+                    self.metrics.handed_over(&object);
+                }
+                return Ok(());
+            }
             Decision::Assign(shard) => serde_json::json!({
                 self.shard_label.as_str(): shard,
                 self.drain_label.as_str(): null,
@@ -332,11 +383,6 @@ impl Assigner {
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .map_err(kube::Error::BuildRequest)?;
         self.client.request_text(request).await?;
-        let object = format!(
-            "{}/{}/{name}",
-            K::plural(&()),
-            meta.namespace.as_deref().unwrap_or_default()
-        );
         match decision {
             Decision::Assign(shard) => {
                 self.metrics.assigned(&shard);
@@ -348,3 +394,8 @@ impl Assigner {
         Ok(())
     }
 }
+
+// They run the sharder against the testing kit's fake API server.
+#[cfg(all(test, feature = "testing"))]
+#[path = "tests/sharder.rs"]
+mod tests;

@@ -3,6 +3,8 @@
 //! and the objects of a shard that stops move to the others.
 
 mod at_creation;
+mod handover;
+mod restart;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
