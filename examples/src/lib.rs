@@ -6,4 +6,6 @@ pub mod configmap_generator_v1alpha1;
 pub mod label_everything;
 pub mod reconcile_kit;
 pub mod triggers;
+pub mod webapp;
+pub mod webapp_objects;
 pub mod webhooks;

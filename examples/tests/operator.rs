@@ -2,6 +2,8 @@
 
 #[path = "operator/first_run.rs"]
 mod first_run;
+#[path = "operator/webapp.rs"]
+mod webapp;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

@@ -100,6 +100,10 @@ pub mod prelude {
     };
     pub use kube::{CustomResource, ResourceExt as _};
     pub use kubeward_macros::Controller;
+    /// What a custom resource's spec and status derive, and what a reconciler is handed.
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+    pub use std::sync::Arc;
 }
 
 /// Derives the controller, RBAC rules and polished CRD of a custom resource.

@@ -1,0 +1,12 @@
+//! The second example operator: `WebApp`s run as a Deployment behind a Service (see
+//! `kubeward_examples::webapp`); `webapp crd` prints its CRD.
+
+use kubeward::prelude::*;
+use kubeward_examples::webapp::{WebApp, WebApps};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let manager = Manager::from_args().await?;
+    manager.add(WebApp::controller(WebApps));
+    Ok(manager.run().await?)
+}

@@ -1,0 +1,142 @@
+//! The second example operator on the real control plane: two owned kinds, sized from the spec,
+//! its own `Available` condition (failures included), events from what each write did, cleanup.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kubeward::crd::Definition as _;
+use kubeward::manager::{Config, Manager};
+use kubeward::reconcile::Condition;
+use kubeward::testing::{ControlPlane, events_about, install_definition, wait_for};
+use kubeward_examples::webapp::{WebApp, WebAppSpec, WebApps};
+
+/// How long the controller gets to react.
+const REACT: Duration = Duration::from_secs(30);
+
+/// The condition `type_` of app `name`, once it satisfies `check`.
+async fn condition_of(
+    apps: &Api<WebApp>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Condition) -> bool,
+) -> anyhow::Result<WebApp> {
+    let found = wait_for(REACT, what, || async {
+        let app = apps.get(name).await.ok()?;
+        let status = app.status.as_ref()?;
+        let available = status.conditions.find("Available")?;
+        check(available).then_some(app)
+    })
+    .await;
+    match found {
+        Ok(app) => Ok(app),
+        Err(e) => {
+            let app = apps.get(name).await?;
+            Err(anyhow::anyhow!("{e}; the app's status: {:?}", app.status))
+        }
+    }
+}
+
+/// Waits for an Event with `reason` about `app` whose note contains `note`.
+async fn event(cp: &ControlPlane, app: &WebApp, reason: &str, note: &str) -> anyhow::Result<()> {
+    let what = format!("a {reason} Event saying {note:?}");
+    wait_for(REACT, &what, || async {
+        let events = events_about(cp.client(), app).await.ok()?;
+        events
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.note.as_deref().is_some_and(|n| n.contains(note))
+            })
+            .then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cleans_up()
+-> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    install_definition::<WebApp>(cp.client()).await?;
+    let ns = cp.create_namespace("webapp").await?;
+    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    manager.add(WebApp::controller(WebApps));
+    let token = manager.shutdown_token();
+    let run = tokio::spawn(manager.run());
+
+    let apps: Api<WebApp> = Api::namespaced(cp.client(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(cp.client(), &ns);
+    let services: Api<Service> = Api::namespaced(cp.client(), &ns);
+    let spec = WebAppSpec {
+        image: "registry.invalid/web:1".into(),
+        replicas: 2,
+        port: 8080,
+    };
+    apps.create(&PostParams::default(), &WebApp::new("web", spec))
+        .await?;
+    // No kube-controller-manager runs here: no pod ever becomes available on its own.
+    let app = condition_of(&apps, "web", "Available=False, 0 of 2", |c| {
+        c.status == "False" && c.message == "0 of 2 replicas available"
+    })
+    .await?;
+    let replicas = |d: &Deployment| d.spec.replicas;
+    assert_eq!(replicas(&deployments.get("web").await?), Some(2));
+    assert!(services.get_opt("web").await?.is_some(), "the Service");
+    event(cp, &app, "Created", "created its objects").await?;
+
+    let scale = serde_json::json!({ "spec": { "replicas": 3 } });
+    apps.patch("web", &PatchParams::default(), &Patch::Merge(&scale))
+        .await?;
+    event(cp, &app, "Scaled", "scaled from 2 to 3 replicas").await?;
+    assert_eq!(replicas(&deployments.get("web").await?), Some(3));
+    // The pods come up: the Deployment's status change reconciles its owner.
+    let up = serde_json::json!({ "status": {
+        "replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3,
+    } });
+    deployments
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&up))
+        .await?;
+    condition_of(&apps, "web", "Available=True, 3 of 3", |c| {
+        c.status == "True" && c.message == "3 of 3 replicas available"
+    })
+    .await?;
+
+    // A spec the API server refuses: the failure goes on the operator's own condition, and no
+    // `Ready` condition appears.
+    let refused = serde_json::json!({ "spec": { "port": 0 } });
+    apps.patch("web", &PatchParams::default(), &Patch::Merge(&refused))
+        .await?;
+    let failed = condition_of(&apps, "web", "Available=False, Invalid", |c| {
+        c.status == "False" && c.reason == "Invalid"
+    })
+    .await?;
+    let status = failed.status.unwrap_or_default();
+    assert!(
+        status.conditions.find("Ready").is_none(),
+        "no stray Ready condition: {:?}",
+        status.conditions
+    );
+    let columns: Vec<String> = WebApp::definition().spec.versions[0]
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(columns, ["Available", "Reason", "Message", "Age"]);
+
+    apps.delete("web", &DeleteParams::default()).await?;
+    event(cp, &app, "Deleted", "deleted 2").await?;
+    wait_for(REACT, "the WebApp and what it owned to be gone", || async {
+        let gone = apps.get_opt("web").await.ok()?.is_none()
+            && deployments.get_opt("web").await.ok()?.is_none()
+            && services.get_opt("web").await.ok()?.is_none();
+        gone.then_some(())
+    })
+    .await?;
+    token.cancel();
+    tokio::time::timeout(REACT, run).await???;
+    Ok(())
+}
