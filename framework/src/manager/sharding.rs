@@ -107,7 +107,8 @@ impl Manager {
             shard.lease.clone().identity(shard.id.clone()),
         )
         .map_err(Error::LeaderElection)?
-        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into());
+        .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into())
+        .connectivity(Arc::clone(factory.connectivity()));
         let leadership = elector.leadership();
         let health = leadership.clone();
         self.add_health_check(
