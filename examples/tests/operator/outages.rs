@@ -1,5 +1,5 @@
 //! What the example operator logs when the API server is gone with work queued or refuses its
-//! token.
+//! token, and how soon it notices a connection that died without a word.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,6 +11,7 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use kubeward::testing::{
     ControlPlane, TcpProxy, free_addr, install_definition, scrape, terminate, wait_for,
 };
+use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, DELAY_ANNOTATION,
 };
@@ -224,5 +225,70 @@ async fn a_refused_token_is_one_short_line_with_the_code_and_reason() -> anyhow:
         elector, 1,
         "the elector says it once, not every 2 s:\n{text}"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_made_after_the_connection_died_without_a_word_is_reconciled_within_a_minute()
+-> anyhow::Result<()> {
+    // The default health checks ping a connection that read nothing for 30 s and close it when
+    // the ping is unanswered 15 s later; the watches then reconnect (0.8 s backoff), list, and
+    // the change is reconciled. Without them, the watch waits for its 320 s idle timeout.
+    const BOUND: Duration = Duration::from_secs(60);
+    let cp = ControlPlane::shared().await?;
+    install_definition::<ConfigMapGenerator>(cp.client()).await?;
+    let ns = cp.create_namespace("silent").await?;
+    let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = kubeconfig_through(cp, &proxy, dir.path())?;
+    let (metrics, log) = (free_addr()?, dir.path().join("operator.log"));
+    // The Lease requests wait on the dead connection too; a renew deadline longer than the
+    // health checks' bound keeps the leader leading until they move to a new one.
+    let lease = [
+        "--leader-election-lease-duration=90s",
+        "--leader-election-renew-deadline=60s",
+    ];
+    let mut operator = spawn(&kubeconfig, &ns, &metrics.to_string(), &lease, &log)?;
+    let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
+    let generator = |name: &str| {
+        ConfigMapGenerator::new(
+            name,
+            ConfigMapGeneratorSpec {
+                content: name.into(),
+            },
+        )
+    };
+    let before = generator("before");
+    generators.create(&PostParams::default(), &before).await?;
+    wait_for(
+        Duration::from_secs(60),
+        "the operator to lead and reconcile before the connection dies",
+        || async { configmaps.get_opt(&generated_name(&before)).await.ok()? },
+    )
+    .await?;
+
+    proxy.strand();
+    let died = tokio::time::Instant::now();
+    let after = generator("after");
+    generators.create(&PostParams::default(), &after).await?;
+    wait_for(
+        BOUND,
+        "a change made after the connection died to be reconciled",
+        || async { configmaps.get_opt(&generated_name(&after)).await.ok()? },
+    )
+    .await
+    .map_err(|e| {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        anyhow::anyhow!("{e}; the operator's log:\n{text}")
+    })?;
+    let took = died.elapsed();
+    eprintln!("reconciled {took:?} after the connection died without a word");
+    assert!(
+        operator.0.try_wait()?.is_none(),
+        "it kept leading and running"
+    );
+    let exited = terminate(&mut operator.0, Duration::from_secs(30)).await?;
+    assert!(exited.success(), "exit status {exited}");
     Ok(())
 }
