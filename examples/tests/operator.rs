@@ -2,6 +2,8 @@
 
 #[path = "operator/first_run.rs"]
 mod first_run;
+#[path = "operator/outages.rs"]
+mod outages;
 #[path = "operator/webapp.rs"]
 mod webapp;
 
@@ -534,8 +536,14 @@ async fn an_api_server_outage_logs_one_warning_a_few_summaries_and_one_line_when
     let dir = tempfile::tempdir()?;
     let kubeconfig = kubeconfig_through(cp, &proxy, dir.path())?;
     let (metrics, log) = (free_addr()?, dir.path().join("operator.log"));
+    // With leader election: the elector's failed Lease requests (every 2 s) are the same
+    // outage's, told by the same lines. Its renew deadline outlasts the outage, so it keeps
+    // leading.
     let child = Command::new(env!("CARGO_BIN_EXE_configmap_generator"))
         .args(["--namespace", &ns, "--log-format", "json"])
+        .args(["--leader-elect", "--leader-election-namespace", &ns])
+        .args(["--leader-election-lease-duration", "60s"])
+        .args(["--leader-election-renew-deadline", "40s"])
         .args(["--metrics-bind-address", &metrics.to_string()])
         .args(["--health-probe-bind-address", "0"])
         .env("KUBECONFIG", &kubeconfig)

@@ -105,7 +105,14 @@ async fn process<K: Cacheable>(
                 Outcome::Success
             }
         },
-        Ok(Err(failure)) => failure::settle(queue, key, failed.insert(failure)),
+        Ok(Err(failure)) => {
+            let connectivity = shared.ctx.factory().connectivity();
+            if failure::is_outage(connectivity, &failure) {
+                failure::wait_for_server(queue, key, connectivity, &failure)
+            } else {
+                failure::settle(queue, key, failed.insert(failure))
+            }
+        }
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()

@@ -1,21 +1,45 @@
 //! Tells once when the API server becomes unreachable, sums up while it stays so, and tells once
-//! when it is back, for every informer that shares it.
+//! when it is back, for every informer, elector and controller that shares it.
 
 use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Whether the API server answers, as the informers that share this see it.
+/// Whether the API server answers, as the informers and the leader elector that share this see
+/// it.
 ///
-/// While it is unreachable, each informer retries with its own backoff; this turns their
-/// failures into one WARN when the outage begins, at most one summary per backoff step while it
-/// lasts (a summary is written only when the last line is older than the retry delay that comes
-/// next), and one INFO when a request succeeds again, with how long the server was gone.
-#[derive(Debug, Default)]
+/// While it is unreachable, each informer (and the elector) retries with its own backoff; this
+/// turns their failures into one WARN when the outage begins, summaries ever further apart while
+/// it lasts (a summary is written only when the last line is older than the retry delay that
+/// comes next and than the outage was at the last line, up to 30 s), and one INFO when a request
+/// succeeds again, with how long the server was gone. Reconciles that failed for the outage wait for its end ([`Self::until_reachable`]);
+/// the summaries and the last line say how many.
+#[derive(Debug)]
 pub(crate) struct Connectivity {
     state: Mutex<State>,
+    /// Whether the server is reachable, for the reconciles that wait for it.
+    reachable: watch::Sender<bool>,
+    /// How many reconciles wait for the server.
+    waiting: Arc<AtomicUsize>,
+}
+
+/// The longest a summary waits for the outage's age alone (an informer's default longest backoff).
+const MAX_SUMMARY_GAP: Duration = Duration::from_secs(30);
+
+impl Default for Connectivity {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            reachable: watch::Sender::new(true),
+            waiting: Arc::default(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -42,6 +66,7 @@ impl Connectivity {
                     last_line: now,
                     failures: 1,
                 };
+                self.reachable.send_replace(false);
                 drop(state);
                 tracing::warn!(
                     resource,
@@ -56,7 +81,11 @@ impl Connectivity {
                 failures,
             } => {
                 *failures += 1;
-                if now.duration_since(*last_line) < retry_in {
+                // At least the next retry's delay apart, and as far apart as the outage was old
+                // at the last line (up to a cap): a caller that retries at a fixed pace, like
+                // the leader elector, does not add a line per retry.
+                let age = last_line.duration_since(*since).min(MAX_SUMMARY_GAP);
+                if now.duration_since(*last_line) < retry_in.max(age) {
                     return;
                 }
                 *last_line = now;
@@ -65,6 +94,7 @@ impl Connectivity {
                 tracing::warn!(
                     down_for_seconds = down_for.as_secs(),
                     failed_requests = failures,
+                    waiting_reconciles = self.waiting.load(Ordering::Relaxed),
                     error = %error,
                     retry_in = ?retry_in,
                     "API server still unreachable"
@@ -80,15 +110,52 @@ impl Connectivity {
             since, failures, ..
         } = std::mem::take(&mut *state)
         {
+            self.reachable.send_replace(true);
             drop(state);
             let down_for = since.elapsed();
             tracing::info!(
                 down_for_seconds = down_for.as_secs_f64(),
                 failed_requests = failures,
+                waiting_reconciles = self.waiting.load(Ordering::Relaxed),
                 "API server reachable again after {:.1} s",
                 down_for.as_secs_f64()
             );
         }
+    }
+}
+
+impl Connectivity {
+    /// Whether a request failed to reach the server since the last one that reached it.
+    pub(crate) fn is_unreachable(&self) -> bool {
+        matches!(*self.state.lock(), State::Unreachable { .. })
+    }
+
+    /// Completes once the server is reachable again (at once if it is), counting the caller
+    /// among the reconciles that wait for it until then.
+    pub(crate) fn until_reachable(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut reachable = self.reachable.subscribe();
+        let waiting = Waiting::new(Arc::clone(&self.waiting));
+        async move {
+            // An error means the tracker is gone, and with it whatever waited for the server.
+            let _ = reachable.wait_for(|reachable| *reachable).await;
+            drop(waiting);
+        }
+    }
+}
+
+/// One reconcile counted as waiting for the server, until dropped.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -100,6 +167,37 @@ pub(crate) fn is_unreachable(err: &kube::Error) -> bool {
         // A server that is starting or shutting down answers 503 or 504 for a while.
         kube::Error::Api(status) => matches!(status.code, 502..=504),
         _ => false,
+    }
+}
+
+/// Whether `err` or one of its causes is a [`kube::Error`] for which [`is_unreachable`] holds.
+pub(crate) fn is_unreachable_in(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(link) = next {
+        let kube_error = link
+            .downcast_ref::<kube::Error>()
+            .or_else(|| link.downcast_ref::<Box<kube::Error>>().map(AsRef::as_ref));
+        if kube_error.is_some_and(is_unreachable) {
+            return true;
+        }
+        next = link.source();
+    }
+    false
+}
+
+/// `err` on one line: an answer of the server as its code, reason and message (`401
+/// Unauthorized`), not kube's dump of the whole status; any other error with its causes.
+pub(crate) fn describe(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => {
+            let mut text = format!("{} {}", status.code, status.reason);
+            if !status.message.is_empty() && status.message != status.reason {
+                text.push_str(": ");
+                text.push_str(&status.message);
+            }
+            text.replace('\n', " ")
+        }
+        other => with_causes(other),
     }
 }
 
@@ -149,8 +247,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_outage_of_many_failed_requests_writes_a_warning_a_summary_per_backoff_step_and_one_info()
-     {
+    async fn an_outage_of_many_failed_requests_writes_a_warning_a_few_summaries_and_one_info() {
         let lines = Lines::default();
         let _guard =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
@@ -183,20 +280,89 @@ mod tests {
             .iter()
             .filter(|(l, _)| *l == tracing::Level::INFO)
             .collect();
-        // One at the start, one per 100 ms step (the first second), then one per backoff step.
+        // One at the start, then a summary when the last line is older than both the next
+        // retry's delay and the outage's age at that line: at 0.1, 0.2, 0.4 and 0.8 s, then
+        // none until 16 s (each backoff step's failures come less than its delay after the
+        // last line). At most one per backoff step.
         assert!(
             warnings <= 1 + 10 + 6,
             "{warnings} warnings for 160 failures: {lines:?}"
         );
         assert!(
-            warnings > 6,
-            "a warning and a summary per backoff step: {lines:?}"
+            warnings >= 4,
+            "a warning and summaries while it lasts: {lines:?}"
         );
         assert_eq!(infos.len(), 1, "one line when it is back: {lines:?}");
         assert!(
             infos[0].1.contains("reachable again after 32.0 s"),
             "{infos:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_retrying_every_two_seconds_adds_lines_only_as_the_outage_grows_older() {
+        let lines = Lines::default();
+        let _guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+        let tracker = Connectivity::default();
+        // The leader elector's pace: a failed Lease read every 2 s, for 36 s.
+        for _ in 0..18 {
+            tracker.failed("lease", &"connection refused", Duration::from_secs(2));
+            tokio::time::advance(Duration::from_secs(2)).await;
+        }
+        let lines = lines.0.lock().clone();
+        // At 0, 2, 4, 8, 16 and 32 s: the gap grows with the outage's age.
+        assert_eq!(lines.len(), 6, "18 failures in 36 s: {lines:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reconcile_waits_for_the_server_counted_and_goes_on_when_it_is_back() {
+        let tracker = Connectivity::default();
+        assert!(!tracker.is_unreachable());
+        tokio::time::timeout(Duration::from_secs(1), tracker.until_reachable())
+            .await
+            .expect("no wait while the server is reachable");
+        tracker.failed("r", &"connection refused", Duration::from_secs(1));
+        assert!(tracker.is_unreachable());
+        let waiting = tokio::spawn(tracker.until_reachable());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!waiting.is_finished(), "it waits while the server is down");
+        assert_eq!(tracker.waiting.load(Ordering::Relaxed), 1);
+        tracker.reachable();
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("it goes on once the server is back")
+            .expect("the wait does not panic");
+        assert_eq!(tracker.waiting.load(Ordering::Relaxed), 0);
+        assert!(!tracker.is_unreachable());
+    }
+
+    #[test]
+    fn an_answer_of_the_server_is_its_code_and_reason_on_one_line() {
+        let mut status = kube::core::Status::failure("Unauthorized", "Unauthorized");
+        status.code = 401;
+        let unauthorized = kube::Error::Api(Box::new(status));
+        assert_eq!(describe(&unauthorized), "401 Unauthorized");
+        let mut status =
+            kube::core::Status::failure("leases is forbidden: User \"x\"", "Forbidden");
+        status.code = 403;
+        let forbidden = kube::Error::Api(Box::new(status));
+        assert_eq!(
+            describe(&forbidden),
+            "403 Forbidden: leases is forbidden: User \"x\""
+        );
+    }
+
+    #[test]
+    fn a_connection_failure_is_found_among_the_causes_of_a_reconcile_error() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("reconcile failed")]
+        struct Wrapper(#[source] kube::Error);
+        let refused =
+            kube::Error::ReadEvents(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(is_unreachable_in(&Wrapper(refused)));
+        let forbidden = kube::Error::Api(Box::new(kube::core::Status::failure("no", "Forbidden")));
+        assert!(!is_unreachable_in(&Wrapper(forbidden)));
     }
 
     #[test]

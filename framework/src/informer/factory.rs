@@ -126,6 +126,12 @@ impl Factory {
         self
     }
 
+    /// Where the informers report a server that cannot be reached; the leader elector and the
+    /// controllers on this factory share it.
+    pub(crate) fn connectivity(&self) -> &Arc<super::connectivity::Connectivity> {
+        &self.config.connectivity
+    }
+
     /// The client the informers use.
     #[must_use]
     pub fn client(&self) -> &Client {

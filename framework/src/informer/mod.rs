@@ -57,7 +57,7 @@
 mod buffer;
 mod cache_scope;
 mod config;
-mod connectivity;
+pub(crate) mod connectivity;
 mod decode;
 mod decode_ahead;
 mod error;

@@ -156,7 +156,8 @@ where
                 delay,
             );
         } else {
-            tracing::warn!(url = self.request.url_path, error = %err, retry_in = ?delay, "{request} failed; retrying");
+            let error = connectivity::describe(err);
+            tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");
         }
         tokio::time::sleep(delay).await;
     }

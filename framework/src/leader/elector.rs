@@ -22,6 +22,7 @@ use super::Term;
 use super::leadership::{Leadership, Status};
 use super::state::{Observed, Record, State, Step, Write};
 use super::{Config, Result};
+use crate::informer::connectivity::{self, Connectivity};
 
 /// A hook called on the elector's task when a term starts or stops; keep it quick.
 type Hook = Arc<dyn Fn(&Term) + Send + Sync>;
@@ -58,6 +59,10 @@ pub struct LeaderElector {
     on_stopped: Option<Hook>,
     /// Labels the Lease carries (a shard Lease's ring), set on every write.
     labels: BTreeMap<String, String>,
+    /// Where a server that cannot be reached is reported (the informers' tracker in a manager).
+    connectivity: Arc<Connectivity>,
+    /// The last failure logged other than an unreachable server, not logged again while it repeats.
+    last_failure: Option<String>,
 }
 
 impl fmt::Debug for LeaderElector {
@@ -104,6 +109,8 @@ impl LeaderElector {
             on_started: None,
             on_stopped: None,
             labels: BTreeMap::new(),
+            connectivity: Arc::default(),
+            last_failure: None,
         })
     }
 
@@ -113,6 +120,14 @@ impl LeaderElector {
     #[must_use]
     pub(crate) fn unrenewed_holder(mut self, holder: &str) -> Self {
         self.state = self.state.unrenewed_holder(holder);
+        self
+    }
+
+    /// Reports a server that cannot be reached through `connectivity`, shared with the
+    /// informers: one line for an outage, not one per retry.
+    #[must_use]
+    pub(crate) fn connectivity(mut self, connectivity: Arc<Connectivity>) -> Self {
+        self.connectivity = connectivity;
         self
     }
 
@@ -195,7 +210,10 @@ impl LeaderElector {
         self.publish();
         let wait_for = match outcome {
             Err(_) => {
-                tracing::warn!(lease = %self.leadership.lease_name(), "lease request timed out");
+                let waited = now.duration_since(start);
+                let error = format!("no answer to a Lease request within {waited:?}");
+                self.connectivity
+                    .failed(self.leadership.lease_name(), &error, retry);
                 None
             }
             Ok(wait_for) => wait_for,
@@ -211,9 +229,12 @@ impl LeaderElector {
     /// else holds it.
     async fn try_acquire_or_renew(&mut self) -> Option<Instant> {
         let lease = match self.api.get_opt(&self.name).await {
-            Ok(lease) => lease,
+            Ok(lease) => {
+                self.reached();
+                lease
+            }
             Err(error) => {
-                tracing::warn!(lease = %self.leadership.lease_name(), %error, "reading the lease failed");
+                self.failed("reading the lease", &error);
                 return None;
             }
         };
@@ -261,10 +282,34 @@ impl LeaderElector {
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::debug!(lease = %self.leadership.lease_name(), kind = ?write.kind, "lease changed under us");
             }
-            Err(error) => {
-                tracing::warn!(lease = %self.leadership.lease_name(), kind = ?write.kind, %error, "writing the lease failed");
-            }
+            Err(error) => self.failed("writing the lease", &error),
         }
+    }
+
+    /// Records a Lease request that reached the server.
+    fn reached(&mut self) {
+        self.connectivity.reachable();
+        self.last_failure = None;
+    }
+
+    /// Logs a failed Lease request: a server that cannot be reached through the shared tracker
+    /// (one line per outage), any other failure on one line with its code and reason, once
+    /// while it repeats.
+    fn failed(&mut self, request: &str, error: &kube::Error) {
+        let lease = self.leadership.lease_name().to_owned();
+        if connectivity::is_unreachable(error) {
+            let retry = self.config.retry_period_value();
+            self.connectivity
+                .failed(&lease, &connectivity::with_causes(error), retry);
+            return;
+        }
+        let error = connectivity::describe(error);
+        if self.last_failure.as_ref() == Some(&error) {
+            tracing::debug!(%lease, %error, "{request} failed again");
+            return;
+        }
+        tracing::warn!(%lease, %error, "{request} failed");
+        self.last_failure = Some(error);
     }
 
     /// Sleeps until `next`, waking at the term's deadline to publish its end.
@@ -290,7 +335,7 @@ impl LeaderElector {
                 match self.try_release().await {
                     Ok(released) => return released,
                     Err(error) => {
-                        tracing::warn!(lease = %self.leadership.lease_name(), %error, "releasing the lease failed");
+                        self.failed("releasing the lease", &error);
                         tokio::time::sleep(self.config.retry_period_value()).await;
                     }
                 }

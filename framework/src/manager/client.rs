@@ -6,6 +6,7 @@ use std::path::Path;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError, LoadDataError};
 
 use super::Error;
+use super::transport::{self, HealthChecks};
 use crate::metrics::Metrics;
 
 /// Checks that `kubeconfig` reads and parses and that `context` is one of its contexts (or of
@@ -116,15 +117,20 @@ async fn why_not_inferred() -> String {
     }
 }
 
-/// A client for `config` whose requests are counted in `metrics`' `rest_client_*` families.
-pub(crate) fn build_client(config: kube::Config, metrics: &Metrics) -> Result<kube::Client, Error> {
+/// A client for `config` whose requests are counted in `metrics`' `rest_client_*` families and
+/// whose connections are health-checked with `checks`.
+pub(crate) fn build_client(
+    config: kube::Config,
+    checks: HealthChecks,
+    metrics: &Metrics,
+) -> Result<kube::Client, Error> {
     let host = config
         .cluster_url
         .authority()
         .map(ToString::to_string)
         .unwrap_or_default();
-    let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| Error::ClientConfig(Box::new(e)))?;
+    let builder =
+        transport::builder(config, checks).map_err(|e| Error::ClientConfig(Box::new(e)))?;
     Ok(builder.with_layer(&metrics.client_layer(&host)).build())
 }
 

@@ -102,6 +102,16 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub graceful_shutdown_timeout: Duration,
 
+    /// Ping a connection to the API server that has read nothing this long (HTTP/2), and close
+    /// it when the ping is not answered within --http2-ping-timeout, so that a connection that
+    /// died without a word fails its watches within both; `0` turns pings off.
+    #[arg(long, env = "KUBEWARD_HTTP2_READ_IDLE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub http2_read_idle_timeout: Duration,
+
+    /// How long a ping to the API server may go unanswered before its connection is closed.
+    #[arg(long, env = "KUBEWARD_HTTP2_PING_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub http2_ping_timeout: Duration,
+
     /// Log format.
     #[arg(long, env = "KUBEWARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -235,6 +245,7 @@ impl Flags {
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
+            .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
             .webhook(self.webhook_config())
             .shard(shard))

@@ -31,6 +31,7 @@ mod secure_metrics;
 mod shard_assignment;
 mod sharding;
 mod shutdown;
+mod transport;
 mod webhooks;
 
 use std::sync::Arc;
@@ -225,7 +226,7 @@ impl Manager {
     /// setting that does not load).
     pub fn with_client_config(client_config: kube::Config, config: Config) -> Result<Self> {
         let (registry, metrics) = new_registry();
-        let client = client::build_client(client_config, &metrics)?;
+        let client = client::build_client(client_config, config.health_checks, &metrics)?;
         Ok(Self::assemble(client, config, registry, metrics))
     }
 

@@ -389,6 +389,7 @@ impl Manager {
             settings.config.clone(),
         )
         .map_err(Error::LeaderElection)?
+        .connectivity(Arc::clone(self.factory.connectivity()))
         .on_started_leading(move |_| started.set_leader(&lease_started, true))
         .on_stopped_leading(move |_| stopped.set_leader(&lease_stopped, false));
         self.metrics.set_leader(&settings.lease, false);

@@ -127,7 +127,8 @@ impl Manager {
         .map_err(Error::LeaderElection)?
         .labels([(RING_LABEL.to_owned(), shard.ring.clone())].into())
         // A Lease the sharder took over is free once the term it wrote ends.
-        .unrenewed_holder(SHARDER_IDENTITY);
+        .unrenewed_holder(SHARDER_IDENTITY)
+        .connectivity(Arc::clone(factory.connectivity()));
         let leadership = elector.leadership();
         let health = leadership.clone();
         self.add_health_check(

@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use parking_lot::Mutex;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -21,7 +23,9 @@ enum Mode {
 }
 
 /// A TCP proxy on loopback that a test controls: it can cut every connection, or stall them
-/// (stop forwarding without closing, like a dead network path), and restore them.
+/// (stop forwarding without closing, like a dead network path), and restore them; or strand the
+/// connections open now for good while new ones work (a path that a NAT or load balancer
+/// dropped without telling either end).
 ///
 /// Put it between a client and kube-apiserver with
 /// [`ControlPlane::client_through`](super::ControlPlane::client_through).
@@ -30,6 +34,8 @@ pub struct TcpProxy {
     addr: SocketAddr,
     mode: Arc<watch::Sender<Mode>>,
     accepted: Arc<AtomicUsize>,
+    /// One flag per open connection: set, it forwards nothing ever again.
+    stranded: Arc<Mutex<Vec<watch::Sender<bool>>>>,
     task: JoinHandle<()>,
 }
 
@@ -47,16 +53,19 @@ impl TcpProxy {
             .map_err(io_error("reading the proxy's address"))?;
         let mode = Arc::new(watch::Sender::new(Mode::Forward));
         let accepted = Arc::new(AtomicUsize::new(0));
+        let stranded = Arc::default();
         let task = tokio::spawn(accept_loop(
             listener,
             upstream,
             Arc::clone(&mode),
             Arc::clone(&accepted),
+            Arc::clone(&stranded),
         ));
         Ok(Self {
             addr,
             mode,
             accepted,
+            stranded,
             task,
         })
     }
@@ -75,6 +84,15 @@ impl TcpProxy {
     /// Stops forwarding bytes on open and new connections, without closing them.
     pub fn stall(&self) {
         self.mode.send_replace(Mode::Stall);
+    }
+
+    /// Stops forwarding on every connection open now, for good, without closing it; new
+    /// connections are forwarded. Neither end hears of it: only a health check (a ping that
+    /// gets no answer) or a timeout tells.
+    pub fn strand(&self) {
+        for flag in self.stranded.lock().drain(..) {
+            flag.send_replace(true);
+        }
     }
 
     /// Forwards again; stalled bytes flow on.
@@ -101,6 +119,7 @@ async fn accept_loop(
     upstream: SocketAddr,
     mode: Arc<watch::Sender<Mode>>,
     accepted: Arc<AtomicUsize>,
+    stranded: Arc<Mutex<Vec<watch::Sender<bool>>>>,
 ) {
     while let Ok((client, _)) = listener.accept().await {
         accepted.fetch_add(1, Ordering::SeqCst);
@@ -108,22 +127,29 @@ async fn accept_loop(
             continue; // dropping the socket refuses the connection
         }
         let mode = mode.subscribe();
+        let (strand, strand_rx) = watch::channel(false);
+        stranded.lock().push(strand);
         tokio::spawn(async move {
             let Ok(server) = TcpStream::connect(upstream).await else {
                 return;
             };
             let (client_read, client_write) = client.into_split();
             let (server_read, server_write) = server.into_split();
+            let up = Gate(mode.clone(), strand_rx.clone());
             tokio::join!(
-                pump(client_read, server_write, mode.clone()),
-                pump(server_read, client_write, mode)
+                pump(client_read, server_write, up),
+                pump(server_read, client_write, Gate(mode, strand_rx))
             );
         });
     }
 }
 
+/// What lets one direction of a connection forward: the proxy's mode and the connection's
+/// stranded flag.
+struct Gate(watch::Receiver<Mode>, watch::Receiver<bool>);
+
 /// Copies bytes one way until either side closes or the proxy cuts; holds them while stalled.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: watch::Receiver<Mode>) {
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: Gate) {
     let mut buf = vec![0_u8; 16 * 1024];
     loop {
         if !wait_until_forwarding(&mut mode).await {
@@ -131,7 +157,8 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: watch::
         }
         let read = tokio::select! {
             read = from.read(&mut buf) => read,
-            _ = mode.changed() => continue,
+            _ = mode.0.changed() => continue,
+            _ = mode.1.changed() => continue,
         };
         let n = match read {
             Ok(0) | Err(_) => return,
@@ -143,15 +170,21 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: watch::
     }
 }
 
-/// Waits while stalled; false once the proxy cuts or goes away.
-async fn wait_until_forwarding(mode: &mut watch::Receiver<Mode>) -> bool {
+/// Waits while stalled or stranded; false once the proxy cuts or goes away.
+async fn wait_until_forwarding(gate: &mut Gate) -> bool {
     loop {
-        match *mode.borrow_and_update() {
-            Mode::Forward => return true,
+        let stranded = *gate.1.borrow_and_update();
+        match *gate.0.borrow_and_update() {
+            Mode::Forward if !stranded => return true,
             Mode::Cut => return false,
-            Mode::Stall => {}
+            Mode::Forward | Mode::Stall => {}
         }
-        if mode.changed().await.is_err() {
+        let changed = tokio::select! {
+            changed = gate.0.changed() => changed.is_ok(),
+            // A dropped flag (the proxy gone) changes nothing: the mode says when to stop.
+            _ = gate.1.changed(), if !stranded => true,
+        };
+        if !changed {
             return false;
         }
     }

@@ -14,6 +14,7 @@ use super::error::{api_status, message, truncate};
 use super::worker::Shared;
 use super::{Cacheable, ErrorAction};
 use crate::cache::ObjectKey;
+use crate::informer::connectivity::{self, Connectivity};
 use crate::metrics::Outcome;
 use crate::queue::WorkQueue;
 
@@ -74,6 +75,38 @@ pub(crate) fn settle(queue: &WorkQueue<ObjectKey>, key: &ObjectKey, failure: &Fa
             Outcome::Error { terminal }
         }
     }
+}
+
+/// Whether `failure` is the API server not answering while `connectivity` knows it is down (the
+/// informers or the elector saw it too), and the error policy retries: then reporting it on the
+/// object cannot succeed, and a retry before the server is back only adds noise.
+pub(crate) fn is_outage(connectivity: &Connectivity, failure: &Failure) -> bool {
+    matches!(
+        failure.next,
+        Next::Policy(ErrorAction::Retry | ErrorAction::RetryAfter(_))
+    ) && connectivity.is_unreachable()
+        && connectivity::is_unreachable_in(&*failure.error)
+}
+
+/// Requeues `key`, whose reconcile failed for an outage ([`is_outage`]), once the API server is
+/// reachable again, rate limited; meanwhile it counts among the reconciles that wait, which the
+/// outage's log lines report. Nothing is logged per key, and nothing reported on the object.
+pub(crate) fn wait_for_server(
+    queue: &WorkQueue<ObjectKey>,
+    key: &ObjectKey,
+    connectivity: &Connectivity,
+    failure: &Failure,
+) -> Outcome {
+    let error = message(&*failure.error);
+    tracing::debug!(%error, step = failure.step, "reconcile failed: the API server is unreachable; retrying once it is back");
+    let back = connectivity.until_reachable();
+    let (queue, key) = (queue.clone(), key.clone());
+    // Adding to a queue that shut down meanwhile does nothing.
+    tokio::spawn(async move {
+        back.await;
+        queue.add_rate_limited(key);
+    });
+    Outcome::Error { terminal: false }
 }
 
 /// Reports `failure` on `obj`: a Warning Event, and for a custom resource its condition (`Ready`
