@@ -428,9 +428,21 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let ns = cp.create_namespace("prometheus").await?;
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let addr = free_addr()?;
+    // A webhook server with one route and a certificate from files (so nothing is installed in
+    // the cluster), so that the webhook panel has data too.
+    let webhook_addr = free_addr()?;
+    let certs = tempfile::tempdir()?;
+    let ca = kubeward::tls::Authority::generate("metrics test CA")?;
+    ca.issue(&["localhost", "127.0.0.1"])?
+        .write_to(certs.path())?;
     let config = Config::default()
         .namespace(Some(ns.clone()))
         .metrics_bind_address(BindAddress::On(addr))
+        .webhook(
+            kubeward::webhook::Config::default()
+                .port(webhook_addr.port())
+                .cert_dir(certs.path()),
+        )
         .leader_election(Some(LeaderElection::new(
             "configmap-generator",
             Some(ns.clone()),
@@ -443,8 +455,25 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     // A client the manager builds, as the operator's binary does: its requests are measured.
     let manager = Manager::with_client_config(cp.config(), config)?;
     manager.add(ConfigMapGenerator::controller(Generator));
+    manager.add_route(kubeward::webhook::Route::new(
+        "/echo",
+        |body: bytes::Bytes| async move { http::Response::new(body) },
+    ));
     let running = Running::start(manager, addr);
     let prometheus = Prometheus::start(addr).await?;
+    // A GET, answered 405, is a request like any other for the webhook families.
+    let webhook_local = SocketAddr::from(([127, 0, 0, 1], webhook_addr.port()));
+    let answer = wait_for(
+        Duration::from_secs(30),
+        "the webhook server to answer",
+        || async {
+            https::get(webhook_local, "/echo", ca.certificate_pem(), None)
+                .await
+                .ok()
+        },
+    )
+    .await?;
+    assert_eq!(answer.status(), 405, "{}", answer.body());
 
     let n = 3;
     for i in 0..n {
