@@ -127,7 +127,10 @@ async fn every_fault_loses_no_update_and_the_summary_table_is_printed() -> anyho
     let restarts = restarts::apiserver_killed_and_restarted(&mut cp, profile.restarts);
     suite.run("apiserver restarts", restarts).await?;
     suite
-        .run("shutdown", shutdown::with_reconciles_in_flight(&cp))
+        .run(
+            "shutdown",
+            Box::pin(shutdown::with_reconciles_in_flight(&cp)),
+        )
         .await?;
     suite
         .run("load", load::sustained(&cp, profile.load))
