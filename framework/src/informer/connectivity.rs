@@ -180,7 +180,8 @@ pub(crate) fn is_unreachable_in(err: &(dyn std::error::Error + 'static)) -> bool
         if kube_error.is_some_and(is_unreachable) {
             return true;
         }
-        next = link.source();
+        // Through a `kubeward::Error` too, which keeps its causes in its text.
+        next = crate::error::next_cause(link);
     }
     false
 }

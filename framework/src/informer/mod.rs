@@ -63,6 +63,8 @@ mod decode_ahead;
 mod error;
 mod factory;
 mod fan_out;
+#[cfg(feature = "testing")]
+pub(crate) mod fuzz;
 mod handler;
 mod listener;
 mod progress;

@@ -53,7 +53,7 @@ where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    fn new(body: B) -> Self {
+    pub(crate) fn new(body: B) -> Self {
         Self {
             body,
             chunk: Bytes::new(),

@@ -163,6 +163,30 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_WEBHOOK_URL", value_name = "URL")]
     pub webhook_url: Option<String>,
 
+    /// How long a client of the webhook and secure metrics ports may take to finish its TLS
+    /// handshake.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub webhook_tls_handshake_timeout: Duration,
+
+    /// How long a new connection to the webhook and secure metrics ports may go without a
+    /// request, and a request's headers may take to arrive.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_READ_HEADER_TIMEOUT", default_value = "32s", value_parser = parse_duration)]
+    pub webhook_read_header_timeout: Duration,
+
+    /// How long a webhook request's body may take to arrive after its headers (answered 408).
+    #[arg(long, env = "KUBEWARD_WEBHOOK_READ_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub webhook_read_timeout: Duration,
+
+    /// How long a connection to the webhook and secure metrics ports may stay open with no
+    /// request after its last answer.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    pub webhook_idle_timeout: Duration,
+
+    /// How many connections the webhook port, and the secure metrics port, each keep open at
+    /// once; the next is closed on accept.
+    #[arg(long, env = "KUBEWARD_WEBHOOK_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u16).range(1..))]
+    pub webhook_max_connections: u16,
+
     /// `crd` or `manifests`: print or write the operator's manifests instead of running it;
     /// `shards`: print its controller rings.
     #[command(subcommand)]
@@ -286,7 +310,12 @@ impl Flags {
             .port(self.webhook_port)
             .cert_dir(&self.webhook_cert_dir)
             .self_signed(self.webhook_self_signed)
-            .hosts(self.webhook_host.iter().filter(|h| !h.is_empty()).cloned());
+            .hosts(self.webhook_host.iter().filter(|h| !h.is_empty()).cloned())
+            .tls_handshake_timeout(self.webhook_tls_handshake_timeout)
+            .read_header_timeout(self.webhook_read_header_timeout)
+            .read_timeout(self.webhook_read_timeout)
+            .idle_timeout(self.webhook_idle_timeout)
+            .max_connections(self.webhook_max_connections.into());
         if let Some(service) = &self.webhook_service {
             config = config.service(service, None);
         }

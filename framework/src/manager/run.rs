@@ -471,6 +471,10 @@ impl Manager {
                         listener,
                         endpoints,
                         certificate.clone(),
+                        (
+                            self.config.webhook.limits,
+                            self.metrics.webhook().closes("metrics"),
+                        ),
                         stop.clone(),
                     ));
                 }

@@ -117,7 +117,7 @@ impl Manager {
             .generated_ca()
             .map(str::to_owned)
             .or_else(|| config.ca_bundle.clone());
-        servers.spawn(server.serve(stop.clone()));
+        servers.spawn(server.serve(Some(self.metrics.webhook()), stop.clone()));
         if let Some(ca_bundle) = ca_bundle {
             webhook::install(
                 &self.client,

@@ -12,6 +12,7 @@ mod informer;
 mod reads;
 mod reference;
 mod sharder;
+mod webhook;
 mod workqueue;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
 pub(crate) use sharder::SharderMetrics;
+pub(crate) use webhook::WebhookMetrics;
 pub(crate) use workqueue::WorkqueueMetrics;
 
 use crate::informer::Factory;
@@ -48,6 +50,12 @@ pub const HANDOVER_BUCKETS: [f64; 12] = [
 /// (client-go's `ExponentialBuckets(10e-9, 10, 12)`).
 pub const WORKQUEUE_DURATION_BUCKETS: [f64; 12] = [
     1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0,
+];
+
+/// Buckets of `controller_runtime_webhook_latency_seconds`: Prometheus's default buckets,
+/// which controller-runtime's webhook latency histogram uses.
+pub const WEBHOOK_LATENCY_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 /// The families, registered in one registry; cheap to clone.
@@ -76,6 +84,10 @@ pub struct Metrics {
     pub(crate) handover: HistogramVec,
     pub(crate) shard_leases: IntGaugeVec,
     pub(crate) shard_lease_losses: IntCounterVec,
+    pub(crate) webhook_requests: IntCounterVec,
+    pub(crate) webhook_latency: HistogramVec,
+    pub(crate) webhook_in_flight: IntGaugeVec,
+    pub(crate) connections_closed: IntCounterVec,
     pub(crate) rest_requests: IntCounterVec,
     pub(crate) rest_duration: HistogramVec,
 }
@@ -119,6 +131,13 @@ impl Metrics {
             )?,
             shard_leases: IntGaugeVec::new(opts(READS + 5), labels(READS + 5))?,
             shard_lease_losses: IntCounterVec::new(opts(READS + 6), labels(READS + 6))?,
+            webhook_requests: IntCounterVec::new(opts(WEBHOOK), labels(WEBHOOK))?,
+            webhook_latency: HistogramVec::new(
+                histogram(WEBHOOK + 1, &WEBHOOK_LATENCY_BUCKETS),
+                labels(WEBHOOK + 1),
+            )?,
+            webhook_in_flight: IntGaugeVec::new(opts(WEBHOOK + 2), labels(WEBHOOK + 2))?,
+            connections_closed: IntCounterVec::new(opts(WEBHOOK + 3), labels(WEBHOOK + 3))?,
             rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
             rest_duration: HistogramVec::new(
                 histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
@@ -148,6 +167,10 @@ impl Metrics {
         registry.register(Box::new(metrics.handover.clone()))?;
         registry.register(Box::new(metrics.shard_leases.clone()))?;
         registry.register(Box::new(metrics.shard_lease_losses.clone()))?;
+        registry.register(Box::new(metrics.webhook_requests.clone()))?;
+        registry.register(Box::new(metrics.webhook_latency.clone()))?;
+        registry.register(Box::new(metrics.webhook_in_flight.clone()))?;
+        registry.register(Box::new(metrics.connections_closed.clone()))?;
         registry.register(Box::new(metrics.rest_requests.clone()))?;
         registry.register(Box::new(metrics.rest_duration.clone()))?;
         Ok(metrics)
@@ -173,6 +196,11 @@ impl Metrics {
     /// The `kubeward_reads_total` series of the context of `controller`.
     pub(crate) fn reads(&self, controller: &str) -> ReadMetrics {
         ReadMetrics::new(self, controller)
+    }
+
+    /// The `controller_runtime_webhook_*` and `kubeward_serving_*` series of a webhook server.
+    pub(crate) fn webhook(&self) -> WebhookMetrics {
+        WebhookMetrics::new(self)
     }
 
     /// The sharder's series of the controller ring `ring`.
@@ -247,6 +275,8 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 const EVENTS: usize = 21;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
 const READS: usize = 22;
+/// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
+const WEBHOOK: usize = READS + 7;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
 const REST_CLIENT: usize = REFERENCE.len() - 2;
 
@@ -302,6 +332,14 @@ mod tests {
         sharder.set_lease_states(&[crate::sharding::ShardState::Ready]);
         let _ = metrics.shard_lease_losses("demo");
         metrics.set_leader("demo", true);
+        let webhook = metrics.webhook();
+        webhook.serve("/validate");
+        webhook.answered(
+            "/validate",
+            http::StatusCode::OK,
+            std::time::Duration::from_millis(3),
+        );
+        let _ = webhook.closes("webhook");
         metrics
             .queue_duration
             .with_label_values(&["demo", "demo"])

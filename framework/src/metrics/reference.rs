@@ -217,6 +217,30 @@ pub const REFERENCE: &[Family] = &[
         help: "Times this replica lost its shard Lease of a controller ring (not renewed within the renew deadline, or taken by another): it stops the ring's controllers and the manager exits.",
     },
     Family {
+        name: "controller_runtime_webhook_requests_total",
+        kind: Kind::Counter,
+        labels: &["webhook", "code"],
+        help: "Requests a webhook path answered, by HTTP status code.",
+    },
+    Family {
+        name: "controller_runtime_webhook_latency_seconds",
+        kind: Kind::Histogram,
+        labels: &["webhook"],
+        help: "Time from a webhook request's headers to its answer, in seconds.",
+    },
+    Family {
+        name: "controller_runtime_webhook_requests_in_flight",
+        kind: Kind::Gauge,
+        labels: &["webhook"],
+        help: "Webhook requests being answered.",
+    },
+    Family {
+        name: "kubeward_serving_connections_closed_total",
+        kind: Kind::Counter,
+        labels: &["server", "reason"],
+        help: "Connections the webhook or secure metrics server refused or closed to protect itself (max_connections, handshake_timeout, read_header_timeout, read_timeout, idle_timeout).",
+    },
+    Family {
         name: "process_cpu_seconds_total",
         kind: Kind::Counter,
         labels: &[],

@@ -18,6 +18,7 @@ mod control_plane;
 mod events;
 mod existing;
 pub mod fake;
+pub mod fuzz;
 mod http;
 mod lease;
 mod noop;

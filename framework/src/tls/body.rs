@@ -1,8 +1,14 @@
-//! Reads a request body up to a size limit.
+//! Reads a request body up to a size limit, draining a modest excess so the refusal reaches
+//! the client.
 
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
+
+/// How many bytes past the limit are read and thrown away before refusing a body, so that a
+/// client that sends its whole body before reading the answer (most do) gets the 413 instead of
+/// a connection reset: a body only a little too large is the usual mistake.
+pub(crate) const DRAIN_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -12,26 +18,52 @@ pub(crate) enum BodyError {
     TooLarge {
         /// The limit, in bytes.
         limit: usize,
+        /// Whether the whole body was read (drained), so the connection can carry on.
+        drained: bool,
     },
     /// The connection failed while reading it.
     #[error("reading the request body")]
     Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The whole body, or [`BodyError::TooLarge`] as soon as more than `limit` bytes arrive (a
-/// `Content-Length` above the limit is refused before anything is read).
-pub(crate) async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
+/// The whole body, or [`BodyError::TooLarge`] when it has more than `limit` bytes. A body up to
+/// [`DRAIN_LIMIT`] bytes over is read to its end first (`drained`); a larger one, or one whose
+/// `Content-Length` already says so, is refused as soon as that is known.
+pub(crate) async fn read_limited(mut body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
     use hyper::body::Body as _;
+    let give_up = limit.saturating_add(DRAIN_LIMIT);
     if body
         .size_hint()
         .exact()
-        .is_some_and(|length| length > limit as u64)
+        .is_some_and(|length| length > give_up as u64)
     {
-        return Err(BodyError::TooLarge { limit });
+        return Err(BodyError::TooLarge {
+            limit,
+            drained: false,
+        });
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge { limit }),
-        Err(e) => Err(BodyError::Read(e)),
+    let mut collected = BytesMut::new();
+    let mut seen = 0_usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|e| BodyError::Read(Box::new(e)))?.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen > give_up {
+            return Err(BodyError::TooLarge {
+                limit,
+                drained: false,
+            });
+        }
+        if seen <= limit {
+            collected.extend_from_slice(&data);
+        }
     }
+    if seen > limit {
+        return Err(BodyError::TooLarge {
+            limit,
+            drained: true,
+        });
+    }
+    Ok(collected.freeze())
 }

@@ -12,7 +12,10 @@
 
 mod authority;
 mod body;
+mod closes;
 mod config;
+mod idle;
+mod limits;
 mod reloading;
 mod serve;
 
@@ -20,7 +23,9 @@ use std::path::PathBuf;
 
 pub use self::authority::{Authority, CertificatePair};
 pub(crate) use self::body::{BodyError, read_limited};
+pub(crate) use self::closes::Closes;
 pub(crate) use self::config::server_config;
+pub(crate) use self::limits::{Closed, Limits};
 pub(crate) use self::reloading::{ReloadingCertificate, TLS_CRT, TLS_KEY};
 pub(crate) use self::serve::serve;
 

@@ -6,17 +6,19 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::service::Service;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-/// How long a client may take to finish its TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+use super::idle::{Activity, Tracked};
+use super::{Closed, Closes, Limits};
+
 /// How long open connections may take to finish their requests once `stop` is cancelled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -28,11 +30,15 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Each connection is handshaken with `config` (so a reloaded certificate applies to the next
 /// handshake, not to connections already open) and speaks the protocol ALPN chose, HTTP/1.1
 /// when the client named none. A failed handshake (a plain-HTTP client, an untrusted
-/// certificate) ends only that connection.
+/// certificate) ends only that connection. A client holds the server no longer than `limits`
+/// allow: a connection over `max_connections` is closed on accept, one whose handshake, first
+/// request or next request is late is closed, and each such close is counted in `closes`.
 pub(crate) async fn serve<S, B>(
     listener: TcpListener,
     config: Arc<ServerConfig>,
     service: S,
+    limits: Limits,
+    closes: Closes,
     stop: CancellationToken,
 ) where
     S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
@@ -43,7 +49,11 @@ pub(crate) async fn serve<S, B>(
     B::Error: Into<BoxError>,
 {
     let acceptor = TlsAcceptor::from(config);
-    let http = auto::Builder::new(TokioExecutor::new());
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.read_header_timeout);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
     loop {
@@ -58,25 +68,40 @@ pub(crate) async fn serve<S, B>(
             () = stop.cancelled() => break,
         };
         while connections.try_join_next().is_some() {}
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            closes.record(Closed::MaxConnections);
+            drop(tcp);
+            continue;
+        };
         let (acceptor, http, service) = (acceptor.clone(), http.clone(), service.clone());
-        let watcher = graceful.watcher();
+        let (watcher, closes) = (graceful.watcher(), closes.clone());
         connections.spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            let _slot = slot;
+            let handshake = acceptor.accept(tcp);
+            let tls = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "TLS handshake failed");
                     return;
                 }
                 Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
+                    closes.record(Closed::HandshakeTimeout);
                     return;
                 }
             };
+            let activity = Activity::new();
             let connection = http
-                .serve_connection(TokioIo::new(tls), service)
+                .serve_connection(TokioIo::new(tls), Tracked::new(service, activity.clone()))
                 .into_owned();
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!(%peer, error = %e, "HTTPS connection ended with an error");
+            tokio::select! {
+                ended = watcher.watch(connection) => if let Err(e) = ended {
+                    if e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
+                        closes.record(Closed::ReadHeaderTimeout);
+                    } else {
+                        tracing::debug!(%peer, error = %e, "HTTPS connection ended with an error");
+                    }
+                },
+                reason = activity.expired(&limits) => closes.record(reason),
             }
         });
     }

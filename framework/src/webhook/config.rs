@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::tls::Limits;
+
 /// controller-runtime's certificate directory, where a mounted `kubernetes.io/tls` Secret goes.
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// controller-runtime's webhook port.
@@ -23,11 +25,14 @@ pub struct Config {
     pub(crate) ca_bundle: Option<String>,
     pub(crate) configuration_name: Option<String>,
     pub(crate) reload_period: Duration,
+    pub(crate) limits: Limits,
 }
 
 impl Default for Config {
     /// Port 9443, certificates from `/tmp/k8s-webhook-server/serving-certs` re-read every
-    /// second, reached through the Service `PROGRAM-webhook` in the pod's namespace.
+    /// second, reached through the Service `PROGRAM-webhook` in the pod's namespace; a client
+    /// gets 10 s for its TLS handshake, 32 s for a request's headers and 30 s for its body,
+    /// an idle connection is closed after 90 s, and at most 512 are open at once.
     fn default() -> Self {
         Self {
             port: DEFAULT_PORT,
@@ -40,6 +45,7 @@ impl Default for Config {
             ca_bundle: None,
             configuration_name: None,
             reload_period: Duration::from_secs(1),
+            limits: Limits::default(),
         }
     }
 }
@@ -121,6 +127,45 @@ impl Config {
     #[must_use]
     pub fn reload_period(mut self, period: Duration) -> Self {
         self.reload_period = period;
+        self
+    }
+
+    /// How long a client may take to finish its TLS handshake (default 10 s).
+    #[must_use]
+    pub fn tls_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long a new connection may go without sending a request, and a request's headers
+    /// may take to arrive (default 32 s, controller-runtime's `ReadHeaderTimeout`).
+    #[must_use]
+    pub fn read_header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.read_header_timeout = timeout;
+        self
+    }
+
+    /// How long a request's body may take to arrive after its headers (default 30 s, the
+    /// longest the API server waits for a webhook); a late one is answered 408.
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay open with no request after its last answer (default
+    /// 90 s, controller-runtime's `IdleTimeout` and the keep-alive of Go's HTTP clients).
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// How many connections may be open at once (default 512); the next is closed as soon
+    /// as it is accepted, and counted in `kubeward_serving_connections_closed_total`.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max;
         self
     }
 }

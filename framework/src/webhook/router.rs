@@ -2,14 +2,17 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Method, Request, Response, StatusCode, Version, header};
 use hyper::body::Incoming;
+use tokio::time::Instant;
 
 use super::Route;
 use super::route::{Handler, json};
-use crate::tls::{BodyError, read_limited};
+use crate::metrics::WebhookMetrics;
+use crate::tls::{BodyError, Closed, Closes, read_limited};
 
 /// The largest body the server reads: 3 MiB, the API server's own request limit, so that any
 /// object the API server accepts fits in a review.
@@ -20,6 +23,9 @@ pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
 pub(crate) struct Router {
     routes: Arc<HashMap<String, Handler>>,
     limit: usize,
+    read_timeout: Duration,
+    closes: Closes,
+    metrics: Option<WebhookMetrics>,
 }
 
 impl std::fmt::Debug for Router {
@@ -27,14 +33,20 @@ impl std::fmt::Debug for Router {
         f.debug_struct("Router")
             .field("paths", &self.routes.keys().collect::<Vec<_>>())
             .field("limit", &self.limit)
+            .field("read_timeout", &self.read_timeout)
+            .field("closes", &self.closes)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
 
 impl Router {
-    /// Answers `routes`, reading bodies up to `limit` bytes.
-    pub(crate) fn new(routes: &[Route], limit: usize) -> Self {
+    /// Answers `routes`, reading bodies up to `limit` bytes within `read_timeout`.
+    pub(crate) fn new(routes: &[Route], limit: usize, read_timeout: Duration) -> Self {
         Self {
+            read_timeout,
+            closes: Closes::default(),
+            metrics: None,
             routes: Arc::new(
                 routes
                     .iter()
@@ -45,8 +57,19 @@ impl Router {
         }
     }
 
+    /// Counts requests, and the connections closed for a late body, in `metrics`.
+    pub(crate) fn instrument(&mut self, metrics: WebhookMetrics) {
+        for path in self.routes.keys() {
+            metrics.serve(path);
+        }
+        self.closes = metrics.closes("webhook");
+        self.metrics = Some(metrics);
+    }
+
     /// The answer to `request`: 404 for an unknown path, 405 for a method other than POST, 415
-    /// for a body that is not JSON, 413 for one over the limit, else the route's answer.
+    /// for a body that is not JSON, 413 for one over the limit, 408 for one that does not arrive
+    /// within the read timeout, else the route's answer. An HTTP/1 connection is closed after a
+    /// 408, and after a 413 whose body was not read to its end.
     pub(crate) async fn answer(&self, request: Request<Incoming>) -> Response<Bytes> {
         let Some(handler) = self.routes.get(request.uri().path()) else {
             return error(
@@ -54,6 +77,19 @@ impl Router {
                 &format!("no webhook at {}", request.uri().path()),
             );
         };
+        let Some(metrics) = &self.metrics else {
+            return self.answer_route(handler, request).await;
+        };
+        let path = request.uri().path().to_owned();
+        let _in_flight = metrics.begin(&path);
+        let start = Instant::now();
+        let response = self.answer_route(handler, request).await;
+        metrics.answered(&path, response.status(), start.elapsed());
+        response
+    }
+
+    /// The answer of the route whose `handler` `request` is for.
+    async fn answer_route(&self, handler: &Handler, request: Request<Incoming>) -> Response<Bytes> {
         if request.method() != Method::POST {
             let mut response = error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -76,15 +112,30 @@ impl Router {
                 &format!("Content-Type {given} is not supported; send application/json"),
             );
         }
-        match read_limited(request.into_body(), self.limit).await {
-            Ok(body) => handler(body).await,
-            Err(e @ BodyError::TooLarge { .. }) => {
-                error(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string())
+        let http1 = request.version() < Version::HTTP_2;
+        let read = read_limited(request.into_body(), self.limit);
+        match tokio::time::timeout(self.read_timeout, read).await {
+            Ok(Ok(body)) => handler(body).await,
+            Ok(Err(e @ BodyError::TooLarge { drained, .. })) => {
+                let response = error(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
+                if drained {
+                    response
+                } else {
+                    closing(response, http1)
+                }
             }
-            Err(BodyError::Read(source)) => error(
+            Ok(Err(BodyError::Read(source))) => error(
                 StatusCode::BAD_REQUEST,
                 &format!("reading the request body: {source}"),
             ),
+            Err(_) => {
+                self.closes.record(Closed::ReadTimeout);
+                let message = format!(
+                    "the request body did not arrive within {:?}",
+                    self.read_timeout
+                );
+                closing(error(StatusCode::REQUEST_TIMEOUT, &message), http1)
+            }
         }
     }
 }
@@ -95,6 +146,17 @@ fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `response` with `Connection: close` on HTTP/1 (HTTP/2 ends only the stream).
+fn closing(mut response: Response<Bytes>, http1: bool) -> Response<Bytes> {
+    if http1 {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 /// A JSON error answer: `{"error": message}`.

@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::router::{BODY_LIMIT, Router};
 use super::{Config, Error, Route};
-use crate::tls::{self, Authority, ReloadingCertificate};
+use crate::metrics::WebhookMetrics;
+use crate::tls::{self, Authority, Closes, ReloadingCertificate};
 
 /// A webhook server bound to its port, with its certificate.
 #[derive(Debug)]
@@ -25,6 +26,7 @@ pub(crate) struct Server {
     generated_ca: Option<String>,
     router: Router,
     reload_period: Option<Duration>,
+    limits: tls::Limits,
 }
 
 impl Server {
@@ -56,8 +58,9 @@ impl Server {
             listener,
             certificate: Arc::new(certificate),
             generated_ca,
-            router: Router::new(routes, BODY_LIMIT),
+            router: Router::new(routes, BODY_LIMIT, config.limits.read_timeout),
             reload_period,
+            limits: config.limits,
         })
     }
 
@@ -72,21 +75,31 @@ impl Server {
     }
 
     /// Serves until `stop` is cancelled, re-reading the certificate files meanwhile, then lets
-    /// open requests finish.
-    pub(crate) async fn serve(self, stop: CancellationToken) {
+    /// open requests finish; counts requests and the connections it closes early in `metrics`.
+    pub(crate) async fn serve(self, metrics: Option<WebhookMetrics>, stop: CancellationToken) {
         if let Some(period) = self.reload_period {
             tokio::spawn(Arc::clone(&self.certificate).watch(period, stop.clone()));
         }
-        let router = self.router;
+        let mut router = self.router;
+        let closes = metrics
+            .as_ref()
+            .map_or_else(Closes::default, |m| m.closes("webhook"));
+        if let Some(metrics) = metrics {
+            router.instrument(metrics);
+        }
         let service = service_fn(move |request: Request<Incoming>| {
             let router = router.clone();
             async move { Ok::<_, Infallible>(router.answer(request).await.map(Full::new)) }
         });
         let config = tls::server_config(self.certificate);
-        tls::serve(self.listener, config, service, stop).await;
+        tls::serve(self.listener, config, service, self.limits, closes, stop).await;
     }
 }
 
 #[cfg(test)]
 #[path = "tests/server.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tests/slow_clients.rs"]
+mod slow_clients;

@@ -54,11 +54,13 @@ fn self_signed_hosts() -> Vec<String> {
     hosts
 }
 
-/// Answers requests for `endpoints` over TLS on `listener` until `stop` is cancelled.
+/// Answers requests for `endpoints` over TLS on `listener` until `stop` is cancelled, holding
+/// clients to `limits` and counting the connections it closes early in `closes`.
 pub(crate) async fn serve(
     listener: TcpListener,
     endpoints: Endpoints,
     certificate: Certificate,
+    (limits, closes): (tls::Limits, tls::Closes),
     stop: CancellationToken,
 ) {
     let watch = certificate
@@ -72,6 +74,8 @@ pub(crate) async fn serve(
         listener,
         tls::server_config(certificate.current),
         service,
+        limits,
+        closes,
         stop,
     )
     .await;

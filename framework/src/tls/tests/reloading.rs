@@ -32,6 +32,8 @@ async fn start(dir: &std::path::Path, stop: &CancellationToken) -> std::net::Soc
         listener,
         server_config(certificate),
         service,
+        crate::tls::Limits::default(),
+        crate::tls::Closes::default(),
         stop.clone(),
     ));
     addr

@@ -412,6 +412,83 @@ async fn promtool_accepts_the_scraped_metrics() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every panel of the chart's dashboard shows data from the operator `prometheus` scrapes.
+async fn every_dashboard_query_returns_data(prometheus: &Prometheus) -> anyhow::Result<()> {
+    let queries = dashboard::queries()?;
+    let empty = Mutex::new(Vec::new());
+    wait_for(
+        Duration::from_secs(60),
+        "every dashboard query to return data",
+        || async {
+            let mut missing = Vec::new();
+            for (title, expr) in &queries {
+                match prometheus.query(&dashboard::substituted(expr)).await {
+                    Ok(series) if !series.is_empty() => {}
+                    Ok(_) => missing.push(format!("{title}: {expr} (no data)")),
+                    Err(e) => missing.push(format!("{title}: {e}")),
+                }
+            }
+            let done = missing.is_empty();
+            *empty.lock() = missing;
+            done.then_some(())
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}:\n{}", empty.lock().join("\n")))?;
+    Ok(())
+}
+
+/// A webhook server with one route and a certificate from files (so nothing is installed in
+/// the cluster), so that the dashboard's webhook panels have data too.
+struct Webhook {
+    addr: SocketAddr,
+    certs: tempfile::TempDir,
+    ca: kubeward::tls::Authority,
+}
+
+impl Webhook {
+    fn new() -> anyhow::Result<Self> {
+        let certs = tempfile::tempdir()?;
+        let ca = kubeward::tls::Authority::generate("metrics test CA")?;
+        ca.issue(&["localhost", "127.0.0.1"])?
+            .write_to(certs.path())?;
+        Ok(Self {
+            addr: free_addr()?,
+            certs,
+            ca,
+        })
+    }
+
+    fn config(&self) -> kubeward::webhook::Config {
+        kubeward::webhook::Config::default()
+            .port(self.addr.port())
+            .cert_dir(self.certs.path())
+    }
+
+    fn route() -> kubeward::webhook::Route {
+        kubeward::webhook::Route::new("/echo", |body: bytes::Bytes| async move {
+            http::Response::new(body)
+        })
+    }
+
+    /// A GET, answered 405: a request like any other for the webhook families.
+    async fn call(&self) -> anyhow::Result<()> {
+        let local = SocketAddr::from(([127, 0, 0, 1], self.addr.port()));
+        let answer = wait_for(
+            Duration::from_secs(30),
+            "the webhook server to answer",
+            || async {
+                https::get(local, "/echo", self.ca.certificate_pem(), None)
+                    .await
+                    .ok()
+            },
+        )
+        .await?;
+        assert_eq!(answer.status(), 405, "{}", answer.body());
+        Ok(())
+    }
+}
+
 /// Whether the generator's status says Ready.
 fn is_ready(generator: &ConfigMapGenerator) -> bool {
     generator
@@ -428,9 +505,11 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let ns = cp.create_namespace("prometheus").await?;
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let addr = free_addr()?;
+    let webhook = Webhook::new()?;
     let config = Config::default()
         .namespace(Some(ns.clone()))
         .metrics_bind_address(BindAddress::On(addr))
+        .webhook(webhook.config())
         .leader_election(Some(LeaderElection::new(
             "configmap-generator",
             Some(ns.clone()),
@@ -443,8 +522,10 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     // A client the manager builds, as the operator's binary does: its requests are measured.
     let manager = Manager::with_client_config(cp.config(), config)?;
     manager.add(ConfigMapGenerator::controller(Generator));
+    manager.add_route(Webhook::route());
     let running = Running::start(manager, addr);
     let prometheus = Prometheus::start(addr).await?;
+    webhook.call().await?;
 
     let n = 3;
     for i in 0..n {
@@ -507,28 +588,7 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let up = prometheus.query("up{job=\"kubeward\"}").await?;
     assert_eq!(up.first().map(|(_, v)| *v), Some(1.0), "{up:?}");
 
-    // Every panel of the chart's dashboard shows data from this operator.
-    let queries = dashboard::queries()?;
-    let empty = Mutex::new(Vec::new());
-    wait_for(
-        Duration::from_secs(60),
-        "every dashboard query to return data",
-        || async {
-            let mut missing = Vec::new();
-            for (title, expr) in &queries {
-                match prometheus.query(&dashboard::substituted(expr)).await {
-                    Ok(series) if !series.is_empty() => {}
-                    Ok(_) => missing.push(format!("{title}: {expr} (no data)")),
-                    Err(e) => missing.push(format!("{title}: {e}")),
-                }
-            }
-            let done = missing.is_empty();
-            *empty.lock() = missing;
-            done.then_some(())
-        },
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("{e}:\n{}", empty.lock().join("\n")))?;
+    every_dashboard_query_returns_data(&prometheus).await?;
 
     drop(prometheus);
     running.stop().await
