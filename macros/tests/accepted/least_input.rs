@@ -23,7 +23,8 @@ impl Reconciler<Gadget> for Tinker {
     }
 }
 
-fn main() {
+#[test]
+fn the_derive_accepts_least_input() {
     let _controller = Gadget::controller(Tinker);
     let rules = Gadget::rbac_rules();
     assert_eq!(rules.len(), 2);

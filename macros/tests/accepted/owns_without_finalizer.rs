@@ -25,7 +25,8 @@ impl Reconciler<Sprocket> for Turner {
     }
 }
 
-fn main() {
+#[test]
+fn the_derive_accepts_owns_without_finalizer() {
     let _controller = Sprocket::controller(Turner);
     let rules = Sprocket::rbac_rules();
     let resources: Vec<String> = rules

@@ -52,7 +52,8 @@ impl Cleanup<Widget> for Builder {
     }
 }
 
-fn main() {
+#[test]
+fn the_derive_accepts_every_key() {
     let controller = Widget::controller(Builder);
     let debug = format!("{controller:?}");
     assert!(debug.contains("\"widgets\""), "{debug}");

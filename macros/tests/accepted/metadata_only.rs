@@ -35,7 +35,8 @@ impl Reconciler<Vault> for Keeper {
     }
 }
 
-fn main() {
+#[test]
+fn the_derive_accepts_metadata_only() {
     let controller = Vault::controller(Keeper);
     let debug = format!("{controller:?}");
     assert!(debug.contains("triggers: 2"), "{debug}");

@@ -51,7 +51,8 @@ impl Reconciler<Widget> for Builder {
     }
 }
 
-fn main() {
+#[test]
+fn the_derive_accepts_versions_and_storage() {
     let _ = Widget::controller(Builder);
     let stored: Vec<(String, bool)> = Widget::definition()
         .spec
