@@ -4,9 +4,11 @@
 use kubeward::prelude::*;
 use kubeward_examples::webapp::{WebApp, WebApps};
 
+// ANCHOR: main
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let manager = Manager::from_args().await?;
     manager.add(WebApp::controller(WebApps));
     Ok(manager.run().await?)
 }
+// ANCHOR_END: main
