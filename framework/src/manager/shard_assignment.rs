@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::{Manager, Runnable, runnable_fn};
 use crate::informer::SharedInformer;
-use crate::sharding::{KindSharder, View, watch_ring};
+use crate::sharding::{KindSharder, SharderMetrics, View, watch_ring};
 
 impl Manager {
     /// Adds the assignment webhook of each of `kinds` (once per kind) of `ring`, and returns the
@@ -27,7 +27,7 @@ impl Manager {
         }
         let (tx, rx) = watch::channel(Arc::new(View::default()));
         let namespaces = namespace_selector(self.config().cache_scope().watched_namespaces());
-        let metrics = self.metrics().sharder(ring);
+        let metrics = SharderMetrics::new(self.metrics(), ring);
         let mut seen = BTreeSet::new();
         // A ring's main kind first: an object of it is keyed by its own name.
         let (main, owned): (Vec<&KindSharder>, Vec<_>) = kinds.iter().partition(|k| k.is_main());

@@ -27,7 +27,7 @@ use crate::controller::{Cluster, Controller};
 use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
-use crate::metrics::SharderMetrics;
+use crate::sharding::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
 /// What a manager running as a shard holds until it runs.
@@ -180,7 +180,7 @@ impl Manager {
             cluster: Cluster::new(Arc::clone(self.factory()))
                 .cache(self.config().cache_scope().clone())
                 .metrics(self.metrics().clone()),
-            metrics: self.metrics().sharder(&shard.ring),
+            metrics: SharderMetrics::new(self.metrics(), &shard.ring),
             dead_lease_ttl: shard.dead_lease_ttl,
         };
         let lease = ShardLease {
@@ -352,7 +352,9 @@ impl Runnable for ShardAssigner {
                 self.metrics,
                 self.dead_lease_ttl,
             );
-            Ok(sharder.run(&self.cluster, shutdown).await?)
+            Ok(sharder
+                .run(&self.cluster.factory, &self.cluster.scope, shutdown)
+                .await?)
         })
     }
 }

@@ -11,7 +11,6 @@ mod events;
 mod informer;
 mod reads;
 mod reference;
-mod sharder;
 mod webhook;
 mod workqueue;
 
@@ -21,13 +20,13 @@ use prometheus::{
     CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
-pub use client::{ClientMetricsLayer, ClientMetricsService, REST_CLIENT_DURATION_BUCKETS};
+pub(crate) use client::ClientMetricsLayer;
+pub use client::REST_CLIENT_DURATION_BUCKETS;
 pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use events::EventMetrics;
 pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
-pub(crate) use sharder::SharderMetrics;
 pub(crate) use webhook::WebhookMetrics;
 pub(crate) use workqueue::WorkqueueMetrics;
 
@@ -42,7 +41,7 @@ pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
 
 /// Buckets of `kubeward_sharder_handover_seconds`: 10 ms to 5 min (a handover waits for the old
 /// shard's in-flight reconcile).
-pub const HANDOVER_BUCKETS: [f64; 12] = [
+pub(crate) const HANDOVER_BUCKETS: [f64; 12] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0,
 ];
 
@@ -203,11 +202,6 @@ impl Metrics {
         WebhookMetrics::new(self)
     }
 
-    /// The sharder's series of the controller ring `ring`.
-    pub(crate) fn sharder(&self, ring: &str) -> SharderMetrics {
-        SharderMetrics::new(self, ring)
-    }
-
     /// `kubeward_shard_lease_losses_total{ring}`, at zero until this replica loses its shard
     /// Lease of `ring`.
     pub(crate) fn shard_lease_losses(&self, ring: &str) -> prometheus::IntCounter {
@@ -218,7 +212,7 @@ impl Metrics {
     /// its requests in the `rest_client_*` families; the [`Manager`](crate::manager::Manager)
     /// puts it on the client it builds.
     #[must_use]
-    pub fn client_layer(&self, host: &str) -> ClientMetricsLayer {
+    pub(crate) fn client_layer(&self, host: &str) -> ClientMetricsLayer {
         ClientMetricsLayer::new(
             self.rest_requests.clone(),
             self.rest_duration.clone(),
@@ -323,7 +317,7 @@ mod tests {
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
         metrics.reads("demo").count("configmaps", ReadSource::Cache);
-        let sharder = metrics.sharder("demo");
+        let sharder = crate::sharding::SharderMetrics::new(&metrics, "demo");
         sharder.set_shards(1);
         sharder.assigned("shard-0");
         sharder.assigned_by_webhook("shard-0");

@@ -14,11 +14,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::core::PartialObjectMeta;
 use kube::core::admission::AdmissionRequest;
 
+use super::SharderMetrics;
 use super::ring_watch::Ring;
 use super::sharder::KeyOf;
 use super::{Decision, decide, drain_label, shard_label};
 use crate::informer::Watchable;
-use crate::metrics::SharderMetrics;
 use crate::webhook::{Admissible, Admission, Defaulter, FailurePolicy, Verdict};
 
 /// How long the API server waits for the webhook: short, as an object it could not label is
@@ -123,9 +123,10 @@ mod tests {
     }
 
     fn metrics() -> SharderMetrics {
-        crate::metrics::Metrics::new(&prometheus::Registry::new())
-            .unwrap()
-            .sharder("gen")
+        SharderMetrics::new(
+            &crate::metrics::Metrics::new(&prometheus::Registry::new()).unwrap(),
+            "gen",
+        )
     }
 
     fn own(meta: &kube::core::ObjectMeta) -> Option<String> {

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 /// What the sharder does with an object, from its labels and the ring.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Nothing: it is where it belongs, or is being handed back, or there is no shard.
     Keep,
     /// Set its shard label to this shard and remove any drain label: it has no shard, or its
@@ -19,7 +19,7 @@ pub enum Decision {
 /// The decision for an object whose shard label is `current` and whose drain label is set when
 /// `draining`, when the ring puts it on `desired` and `available` are the live shards.
 #[must_use]
-pub fn decide(
+pub(crate) fn decide(
     current: Option<&str>,
     draining: bool,
     desired: Option<&str>,

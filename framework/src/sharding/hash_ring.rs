@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use twox_hash::XxHash64;
 
 /// Virtual nodes per shard, as kubernetes-controller-sharding's ring has.
-pub const TOKENS_PER_SHARD: usize = 100;
+pub(crate) const TOKENS_PER_SHARD: usize = 100;
 
-/// A consistent-hash ring of shards: each shard owns [`TOKENS_PER_SHARD`] points (XXH64 of the
+/// A consistent-hash ring of shards: each shard owns 100 points (XXH64 of the
 /// shard's name followed by the point's index) and a key goes to the shard of the first point at
 /// or after the key's hash, wrapping around.
 ///

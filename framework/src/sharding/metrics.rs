@@ -8,8 +8,8 @@ use parking_lot::Mutex;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec};
 use tokio::time::Instant;
 
-use super::Metrics;
-use crate::sharding::ShardState;
+use super::ShardState;
+use crate::metrics::Metrics;
 
 /// One ring's sharder series, and when each object being handed over was drained.
 #[derive(Clone, Debug)]

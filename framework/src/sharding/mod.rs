@@ -10,7 +10,7 @@
 //! - The **sharder** hashes each object's key (`group/Kind/namespace/name`; an owned object
 //!   takes its controller owner's) onto a [`HashRing`] of the available shards and sets
 //!   [`shard_label`]`(ring)` to the shard. When the ring moves an object away from a live shard,
-//!   it sets [`drain_label`]`(ring)` instead ([`decide`]); the shard, once no reconcile of the
+//!   it sets [`drain_label`]`(ring)` instead; the shard, once no reconcile of the
 //!   object runs, removes both labels and drops it, and only then does the sharder assign it
 //!   anew. Objects of a shard that is gone move at once. Owned objects are never drained: the
 //!   owner is the one a shard reconciles, so they move to their owner's new shard at once.
@@ -32,6 +32,7 @@ mod failures;
 mod hash_ring;
 mod key;
 mod labels;
+mod metrics;
 mod owned_labels;
 mod ring_view;
 mod ring_watch;
@@ -39,10 +40,11 @@ mod shard_leases;
 mod sharder;
 mod shards;
 
-pub use assignment::{Decision, decide};
-pub use hash_ring::{HashRing, TOKENS_PER_SHARD};
+pub(crate) use assignment::{Decision, decide};
+pub use hash_ring::HashRing;
 pub use key::{controller_key, object_key};
 pub use labels::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, drain_label, shard_label};
+pub(crate) use metrics::SharderMetrics;
 pub(crate) use owned_labels::OwnedLabels;
 pub use ring_view::{RingView, ShardRow, ring_view};
 pub(crate) use ring_watch::{View, watch_ring};

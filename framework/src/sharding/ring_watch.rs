@@ -9,9 +9,9 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::SharderMetrics;
 use super::{HashRing, Shards};
 use crate::informer::{Registration, SharedInformer, handler_fns};
-use crate::metrics::SharderMetrics;
 
 /// The available shards of a ring and the hash ring over them, as last seen.
 #[derive(Debug, Default, PartialEq, Eq)]

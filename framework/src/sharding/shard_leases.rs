@@ -21,10 +21,10 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
+use super::SharderMetrics;
 use super::ring_watch::on_lease_change;
 use super::{SHARDER_IDENTITY, STATE_LABEL, ShardState, lease_state};
 use crate::informer::SharedInformer;
-use crate::metrics::SharderMetrics;
 
 /// How soon a Lease whose write failed is looked at again.
 const RETRY: Duration = Duration::from_secs(1);

@@ -20,15 +20,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::SharderMetrics;
 use super::assignment::decide_owned;
 use super::failures::Failures;
 use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
 use crate::cache::ObjectKey;
-use crate::controller::Cluster;
-use crate::informer::{self, SharedInformer, Watchable, handler_fns};
-use crate::metrics::SharderMetrics;
+use crate::informer::{self, CacheScope, Factory, SharedInformer, Watchable, handler_fns};
 use crate::queue::WorkQueue;
 use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
 use crate::webhook::Admission;
@@ -39,7 +38,7 @@ pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
 #[derive(Clone)]
 pub(crate) struct KindSharder {
-    bind: fn(&Cluster, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
+    bind: fn(&Factory, &CacheScope, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
     /// The kind's assignment webhook in a ring, reading the ring's view.
     admission: fn(&str, Ring, SharderMetrics) -> Admission,
     /// The kind's `group/Kind`.
@@ -60,8 +59,8 @@ impl KindSharder {
     /// The sharder of a ring's main kind `K`, hashed by each object's own key.
     pub(crate) fn main<K: Watchable>() -> Self {
         Self {
-            bind: |cluster, ring, view, metrics| {
-                bind::<K>(cluster, ring, view, metrics, (own_key::<K>, true))
+            bind: |factory, scope, ring, view, metrics| {
+                bind::<K>(factory, scope, ring, view, metrics, (own_key::<K>, true))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<K>(ring, view, metrics, own_key::<K>)
@@ -81,8 +80,8 @@ impl KindSharder {
     /// owner's key (objects without one are not sharded).
     pub(crate) fn owned<C: Watchable>() -> Self {
         Self {
-            bind: |cluster, ring, view, metrics| {
-                bind::<C>(cluster, ring, view, metrics, (controller_key, false))
+            bind: |factory, scope, ring, view, metrics| {
+                bind::<C>(factory, scope, ring, view, metrics, (controller_key, false))
             },
             admission: |ring, view, metrics| {
                 super::admission::admission::<C>(ring, view, metrics, controller_key)
@@ -158,20 +157,22 @@ impl Sharder {
         }
     }
 
-    /// Assigns objects until `shutdown` is cancelled.
+    /// Assigns objects until `shutdown` is cancelled, over the metadata-only informers `factory`
+    /// shares in `scope` (the controllers' own).
     ///
     /// # Errors
     /// An informer that shuts down before it synced.
     pub(crate) async fn run(
         self,
-        cluster: &Cluster,
+        factory: &Factory,
+        scope: &CacheScope,
         shutdown: CancellationToken,
     ) -> Result<(), informer::Error> {
         let (tx, rx) = watch::channel(Arc::new(View::default()));
         let sharders: Vec<Box<dyn SharderRun>> = self
             .kinds
             .iter()
-            .map(|kind| (kind.bind)(cluster, &self.ring, rx.clone(), self.metrics.clone()))
+            .map(|kind| (kind.bind)(factory, scope, &self.ring, rx.clone(), self.metrics.clone()))
             .collect();
         self.leases.start()?;
         self.leases.wait_for_sync().await?;
@@ -183,7 +184,7 @@ impl Sharder {
         ));
         let lease_keeper = tokio::spawn(tend_shard_leases(
             self.leases.clone(),
-            cluster.factory.client().clone(),
+            factory.client().clone(),
             self.dead_lease_ttl,
             self.metrics.clone(),
             shutdown.clone(),
@@ -209,27 +210,26 @@ const RETRY_BASE: Duration = Duration::from_millis(250);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// The sharder of objects of `K` in `ring`, keyed by `key_of`, over the metadata-only informer
-/// of `K` the cluster's factory shares; `main` when `K` is the ring's main kind (else an owned
-/// kind, never drained).
+/// of `K` that `factory` shares in `scope`; `main` when `K` is the ring's main kind (else an
+/// owned kind, never drained).
 fn bind<K: Watchable>(
-    cluster: &Cluster,
+    factory: &Factory,
+    scope: &CacheScope,
     ring: &str,
     view: Ring,
     metrics: SharderMetrics,
     (key_of, main): (KeyOf, bool),
 ) -> Box<dyn SharderRun> {
-    let sources = cluster.scope.sources::<K>();
+    let sources = scope.sources::<K>();
     Box::new(KindRun {
-        informer: cluster
-            .factory
-            .informer_over::<PartialObjectMeta<K>>(sources, &cluster.scope),
+        informer: factory.informer_over::<PartialObjectMeta<K>>(sources, scope),
         assigner: Arc::new(Assigner {
             shard_label: shard_label(ring),
             drain_label: drain_label(ring),
             view,
             key_of,
             main,
-            client: cluster.factory.client().clone(),
+            client: factory.client().clone(),
             metrics,
             failures: Failures::default(),
         }),
@@ -396,6 +396,6 @@ impl Assigner {
 }
 
 // They run the sharder against the testing kit's fake API server.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 #[path = "tests/sharder.rs"]
 mod tests;

@@ -1,25 +1,32 @@
 //! The crate's layers point one way: each module's code uses only the modules listed before it
-//! (the order of the crate docs' Layout table).
+//! (the order of the crate docs' Layout table), and every module has its place in that order.
+//!
+//! Doc links may point up (to where a thing is used); code may not.
 
 use std::path::{Path, PathBuf};
 
-/// The modules from the bottom layer up; `error`, `spare_capacity` and `testing` serve all.
-const LAYERS: [&str; 14] = [
+/// The modules from the bottom layer up.
+const LAYERS: [&str; 15] = [
     "tls",
     "cache",
     "informer",
     "queue",
     "metrics",
     "events",
+    "webhook",
     "crd",
     "conversion",
     "rbac",
+    "sharding",
     "controller",
     "reconcile",
     "leader",
-    "webhook",
     "manager",
 ];
+
+/// What every layer may use: the crate's error, a buffer helper, the testing kit, and `lib.rs`
+/// and `tests`, which are not code of a layer.
+const SERVES_ALL: [&str; 5] = ["error", "spare_capacity", "testing", "lib", "tests"];
 
 /// The crate modules a line of code names through `crate::` paths, grouped ones included.
 fn crate_modules(code: &str) -> Vec<&str> {
@@ -99,6 +106,26 @@ fn each_module_uses_only_the_layers_below_it() {
         offences.is_empty(),
         "layers must point one way (the crate docs' Layout table):\n{}",
         offences.join("\n")
+    );
+}
+
+#[test]
+fn every_module_of_the_crate_has_its_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut unplaced = Vec::new();
+    for entry in std::fs::read_dir(&src).expect("the source folder reads") {
+        let path = entry.expect("a folder entry reads").path();
+        let module = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if !LAYERS.contains(&module) && !SERVES_ALL.contains(&module) {
+            unplaced.push(module.to_owned());
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "give each module its layer in LAYERS and the crate docs' Layout table: {unplaced:?}"
     );
 }
 

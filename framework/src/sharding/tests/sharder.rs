@@ -15,10 +15,9 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::{KindSharder, Sharder};
-use crate::controller::Cluster;
-use crate::informer::{self, Factory};
-use crate::metrics::{Metrics, SharderMetrics};
-use crate::sharding::{RING_LABEL, shard_label};
+use crate::informer::{self, CacheScope, Factory};
+use crate::metrics::Metrics;
+use crate::sharding::{RING_LABEL, SharderMetrics, shard_label};
 use crate::testing::fake::Verb;
 use crate::testing::{FakeApiServer, wait_for};
 
@@ -108,12 +107,10 @@ async fn a_burst_of_conflicts_is_one_warning_then_one_summary_and_is_retried_wit
         SharderMetrics::new(&metrics, "ring"),
         Duration::from_secs(60),
     );
-    let cluster = Cluster::new(Arc::clone(&factory));
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { sharder.run(&cluster, shutdown).await }
-    });
+    let stop = shutdown.clone();
+    let run =
+        tokio::spawn(async move { sharder.run(&factory, &CacheScope::default(), stop).await });
     let started = tokio::time::Instant::now();
     let api: Api<ConfigMap> = Api::namespaced(client, "apps");
     wait_for(
