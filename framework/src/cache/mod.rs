@@ -22,7 +22,7 @@ pub(crate) use compact::Decode;
 pub use error::{Error, Result};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use key::ObjectKey;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use store::compact_store;
 pub(crate) use store::compact_store_with;
 pub use store::{Relist, Store, Writer, store};

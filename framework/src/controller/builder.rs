@@ -369,7 +369,7 @@ impl<K: Cacheable> Controller<K> {
 }
 
 // The tests use the testing kit's no-op reconciler.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 

@@ -178,7 +178,7 @@ impl<K: Resource> Context<K> {
     }
 }
 
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests {
     use std::time::Duration;
 

@@ -79,7 +79,7 @@ where
 }
 
 // The fake API server these tests use comes with the `testing` feature.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::Api;

@@ -63,7 +63,7 @@ mod decode_ahead;
 mod error;
 mod factory;
 mod fan_out;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub(crate) mod fuzz;
 mod handler;
 mod listener;
@@ -77,7 +77,7 @@ mod transforms;
 mod watch_lines;
 mod watchable;
 
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests;
 
 pub use cache_scope::CacheScope;

@@ -524,6 +524,6 @@ fn ended(joined: Result<Ended, tokio::task::JoinError>) -> Result<()> {
 }
 
 // They serve endpoints with the testing kit's HTTP helpers.
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 #[path = "tests/run.rs"]
 mod tests;

@@ -18,7 +18,7 @@ pub const REST_CLIENT_DURATION_BUCKETS: [f64; 12] = [
 ///
 /// A watch counts once, timed until its response headers arrived (as client-go does).
 #[derive(Clone, Debug)]
-pub struct ClientMetricsLayer {
+pub(crate) struct ClientMetricsLayer {
     requests: IntCounterVec,
     duration: HistogramVec,
     host: String,
@@ -47,7 +47,7 @@ impl<S> tower_layer::Layer<S> for ClientMetricsLayer {
 
 /// The service [`ClientMetricsLayer`] wraps around a client's stack.
 #[derive(Clone, Debug)]
-pub struct ClientMetricsService<S> {
+pub(crate) struct ClientMetricsService<S> {
     inner: S,
     metrics: ClientMetricsLayer,
 }

@@ -13,7 +13,7 @@
 //! | [`longest_running_processor`](QueueHooks::longest_running_processor) | `workqueue_longest_running_processor_seconds` (gauge) |
 //! | [`retry`](QueueHooks::retry) | `workqueue_retries_total` (counter) |
 //!
-//! Every method has an empty default, and [`NoopHooks`] (the queue's default) implements none.
+//! Every method has an empty default; the queue's default hooks implement none.
 //!
 //! The queue calls these with its lock held, in the order the events happen: keep them cheap
 //! (an atomic update) and never call back into the queue from them.
@@ -74,7 +74,7 @@ pub trait QueueHooks: Send + Sync + fmt::Debug {
 
 /// Hooks that report nothing: the default.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoopHooks;
+pub(crate) struct NoopHooks;
 
 impl QueueHooks for NoopHooks {
     fn wants_durations(&self) -> bool {

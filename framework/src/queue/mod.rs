@@ -81,7 +81,7 @@
 //! # Metrics
 //!
 //! The queue reports depth, adds, time in queue, work duration, unfinished work, the longest
-//! running processor and retries through [`QueueHooks`]; the default, [`NoopHooks`], drops them.
+//! running processor and retries through [`QueueHooks`]; by default they are dropped.
 //!
 //! # Performance
 //!
@@ -123,7 +123,7 @@ mod work_queue;
 #[cfg(test)]
 mod tests;
 
-pub use hooks::{NoopHooks, QueueHooks};
+pub use hooks::QueueHooks;
 pub use priority::Priority;
 // The limiters have one public path, `queue::rate_limiter::*`; the crate names the trait here.
 pub(crate) use rate_limiter::RateLimiter;

@@ -113,7 +113,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Builder<T> {
         self
     }
 
-    /// Where the queue reports its measurements (default: [`NoopHooks`]).
+    /// Where the queue reports its measurements (default: nowhere).
     #[must_use]
     pub fn hooks(mut self, hooks: Arc<dyn QueueHooks>) -> Self {
         self.hooks = hooks;

@@ -5,7 +5,7 @@ mod event;
 
 use std::sync::Arc;
 
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 pub(crate) use condition::applies;
 pub(crate) use condition::{ToJson, check_condition_type};
 
