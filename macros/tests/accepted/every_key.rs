@@ -11,7 +11,13 @@ use serde::{Deserialize, Serialize};
 /// A widget,
 /// described on two lines.
 #[derive(CustomResource, Controller, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
 #[controller(
     reconciler = Builder,
     owns(ConfigMap),
@@ -69,12 +75,22 @@ fn the_derive_accepts_every_key() {
         .collect();
     assert_eq!(
         resources,
-        ["widgets", "widgets/status", "widgets/finalizers", "configmaps", "secrets", "events"]
+        [
+            "widgets",
+            "widgets/status",
+            "widgets/finalizers",
+            "configmaps",
+            "secrets",
+            "events"
+        ]
     );
     assert_eq!(rules[4].verbs, ["get", "list", "watch"]);
 
     let crd = <Widget as kubeward::crd::Definition>::definition();
-    let schema = crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
+    let schema = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref());
     assert_eq!(
         schema.and_then(|s| s.description.as_deref()),
         Some("A widget,\ndescribed on two lines.")

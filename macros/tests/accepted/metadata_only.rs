@@ -47,7 +47,14 @@ fn the_derive_accepts_metadata_only() {
         .iter()
         .flat_map(|r| r.resources.clone().unwrap_or_default())
         .collect();
-    assert_eq!(resources, ["vaults", "vaults/finalizers", "secrets", "pods", "events"]);
-    assert!(rules[2].verbs.iter().any(|v| v == "create"), "{:?}", rules[2]);
+    assert_eq!(
+        resources,
+        ["vaults", "vaults/finalizers", "secrets", "pods", "events"]
+    );
+    assert!(
+        rules[2].verbs.iter().any(|v| v == "create"),
+        "{:?}",
+        rules[2]
+    );
     assert_eq!(rules[3].verbs, ["get", "list", "watch"]);
 }

@@ -13,7 +13,12 @@ mod v1alpha1 {
     use super::*;
 
     #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-    #[kube(group = "example.com", version = "v1alpha1", kind = "Widget", namespaced)]
+    #[kube(
+        group = "example.com",
+        version = "v1alpha1",
+        kind = "Widget",
+        namespaced
+    )]
     pub struct WidgetSpec {
         pub size: u32,
     }
@@ -31,13 +36,23 @@ impl Convertible<Widget> for v1alpha1::Widget {
     type Error = Infallible;
 
     fn to_hub(self) -> Result<Widget, Infallible> {
-        let spec = WidgetSpec { replicas: self.spec.size };
-        Ok(Widget { metadata: self.metadata, spec })
+        let spec = WidgetSpec {
+            replicas: self.spec.size,
+        };
+        Ok(Widget {
+            metadata: self.metadata,
+            spec,
+        })
     }
 
     fn from_hub(hub: Widget) -> Result<Self, Infallible> {
-        let spec = v1alpha1::WidgetSpec { size: hub.spec.replicas };
-        Ok(Self { metadata: hub.metadata, spec })
+        let spec = v1alpha1::WidgetSpec {
+            size: hub.spec.replicas,
+        };
+        Ok(Self {
+            metadata: hub.metadata,
+            spec,
+        })
     }
 }
 
@@ -60,11 +75,16 @@ fn the_derive_accepts_versions_and_storage() {
         .iter()
         .map(|v| (v.name.clone(), v.storage))
         .collect();
-    assert_eq!(stored, [("v1".to_owned(), false), ("v1alpha1".to_owned(), true)]);
+    assert_eq!(
+        stored,
+        [("v1".to_owned(), false), ("v1alpha1".to_owned(), true)]
+    );
     let old = serde_json::json!({
         "apiVersion": "example.com/v1alpha1", "kind": "Widget",
         "metadata": { "name": "w" }, "spec": { "size": 2 },
     });
-    let new = Widget::converter().convert(old, "example.com/v1").expect("converts");
+    let new = Widget::converter()
+        .convert(old, "example.com/v1")
+        .expect("converts");
     assert_eq!(new["spec"]["replicas"], 2);
 }
