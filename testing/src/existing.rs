@@ -31,8 +31,8 @@ pub fn use_existing_cluster() -> bool {
 ///
 /// ```no_run
 /// # #[allow(dead_code)]
-/// # async fn demo() -> Result<(), kubeward::testing::Error> {
-/// use kubeward::testing::{ControlPlane, skip_on_existing_cluster};
+/// # async fn demo() -> Result<(), kubeward_testing::Error> {
+/// use kubeward_testing::{ControlPlane, skip_on_existing_cluster};
 ///
 /// if skip_on_existing_cluster("restarts kube-apiserver") {
 ///     return Ok(());

@@ -12,7 +12,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::Api;
 //! use kube::api::{ObjectMeta, PostParams};
-//! use kubeward::testing::FakeApiServer;
+//! use kubeward_testing::FakeApiServer;
 //!
 //! let fake = FakeApiServer::new();
 //! fake.register::<ConfigMap>();
@@ -166,10 +166,10 @@ impl FakeApiServer {
         self
     }
 
-    /// Writes each watch event's object before its type, unlike the real server.
-    #[cfg(test)]
+    /// Writes each watch event's object before its type, unlike the real server: for a client
+    /// whose decoder must not depend on the order of the fields.
     #[must_use]
-    pub(crate) fn with_objects_before_types(self) -> Self {
+    pub fn with_objects_before_types(self) -> Self {
         self.state.lock().objects_before_types = true;
         self
     }
