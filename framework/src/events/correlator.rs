@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::EventType;
+use super::event_type::EventType;
 use tokio::time::Instant;
 
 use super::lru::Lru;

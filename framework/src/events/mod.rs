@@ -19,6 +19,7 @@
 #![doc(alias = "EventCorrelator")]
 
 mod correlator;
+mod event_type;
 mod instance;
 mod lru;
 mod name;

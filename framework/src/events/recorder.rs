@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::runtime::events::EventType;
+use super::event_type::EventType;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use kube::runtime::events::EventType;
+use super::event_type::EventType;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -187,7 +187,7 @@ impl Writer {
                 count: write.count,
                 last_observed_time: MicroTime(write.last),
             }),
-            type_: Some(type_name(first.type_).to_owned()),
+            type_: Some(first.type_.name().to_owned()),
             reason: Some(first.reason.clone()),
             action: Some(first.action.clone()),
             note: (!first.note.is_empty()).then(|| first.note.clone()),
@@ -225,13 +225,6 @@ impl Writer {
         if let Some(metrics) = &self.settings.metrics {
             result(metrics).inc_by(n);
         }
-    }
-}
-
-fn type_name(type_: EventType) -> &'static str {
-    match type_ {
-        EventType::Normal => "Normal",
-        EventType::Warning => "Warning",
     }
 }
 
