@@ -60,7 +60,7 @@
 //! | [`leader`] | Lease leader election, on its own |
 //! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
 //!
-//! `error` serves every layer. A test (`src/tests/layers.rs`) fails when a module's code names a
+//! `error` and `names` (the API server's name rules) serve every layer. A test (`src/tests/layers.rs`) fails when a module's code names a
 //! module below it in this table, or when a module has no row.
 #![doc(test(attr(deny(warnings))))]
 
@@ -74,6 +74,7 @@ pub mod informer;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+mod names;
 pub mod queue;
 pub mod rbac;
 pub mod reconcile;

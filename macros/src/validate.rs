@@ -3,6 +3,7 @@
 use proc_macro2::Span;
 use syn::{Expr, Ident, Path};
 
+use crate::names;
 use crate::parse::{Input, KEYS};
 
 /// A derive input that passed every check.
@@ -74,7 +75,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
     }
     let finalizer = c.finalizer.inspect(|lit| {
         let value = lit.value();
-        if let Err(why) = check_qualified_name(&value) {
+        if let Err(why) = names::domain_qualified_name(&value) {
             errors.push(syn::Error::new(
                 lit.span(),
                 format!(
@@ -110,12 +111,11 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             }
         });
     if let Some(ring) = &c.ring
-        && !is_label_value(&ring.value())
+        && let Err(why) = names::short_dns_subdomain(&ring.value())
     {
         errors.push(syn::Error::new(
             ring.span(),
-            "`ring` names a Lease label value and label keys: 1-63 lower-case letters, digits, \
-             '-' and '.', starting and ending with a letter or digit",
+            format!("`ring` names a Lease, a label value and label keys: {why}"),
         ));
     }
     if let Some(condition) = &c.condition {
@@ -220,12 +220,7 @@ fn distance(a: &str, b: &str) -> usize {
 /// optional.
 fn check_condition(condition: &syn::LitStr, errors: &mut Vec<syn::Error>) {
     let value = condition.value();
-    let prefixed = if value.contains('/') {
-        value.clone()
-    } else {
-        format!("condition.type/{value}")
-    };
-    if let Err(why) = check_qualified_name(&prefixed) {
+    if let Err(why) = names::qualified_name(&value) {
         errors.push(syn::Error::new(
             condition.span(),
             format!(
@@ -235,61 +230,9 @@ fn check_condition(condition: &syn::LitStr, errors: &mut Vec<syn::Error>) {
     }
 }
 
-/// Checks a Kubernetes qualified name with a prefix: `dns.subdomain/name`.
-fn check_qualified_name(value: &str) -> Result<(), &'static str> {
-    let Some((prefix, name)) = value.split_once('/') else {
-        return Err("it needs a domain prefix and a slash");
-    };
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if prefix.len() > 253 || !prefix.split('.').all(label_ok) {
-        return Err("the prefix must be a lower-case DNS subdomain");
-    }
-    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    if name.is_empty()
-        || name.len() > 63
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        || !edge_ok(name.chars().next())
-        || !edge_ok(name.chars().last())
-    {
-        return Err(
-            "the name must be at most 63 letters, digits, `-`, `_` or `.`, starting and ending alphanumeric",
-        );
-    }
-    Ok(())
-}
-
-/// Whether `ring` can be a label value and the last part of a label key.
-fn is_label_value(ring: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    (1..=63).contains(&ring.len())
-        && edge(ring.chars().next())
-        && edge(ring.chars().last())
-        && ring
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn qualified_names_need_a_dns_prefix_and_a_short_name() {
-        assert!(check_qualified_name("demo.kubeward.dev/cleanup").is_ok());
-        assert!(check_qualified_name("cleanup").is_err());
-        assert!(check_qualified_name("Demo.dev/cleanup").is_err());
-        assert!(check_qualified_name("demo.dev/").is_err());
-        assert!(check_qualified_name("demo.dev/-x").is_err());
-    }
 
     #[test]
     fn an_unknown_key_is_answered_with_the_closest_known_one() {

@@ -106,11 +106,15 @@ impl<K: Watchable> Controller<K> {
     /// instead of `reconcile`, and the finalizer is removed when it succeeds. The reconciler
     /// must implement [`Cleanup`], so a finalizer never lacks its cleanup, nor a cleanup its
     /// finalizer.
+    ///
+    /// # Panics
+    /// If `finalizer` is not a qualified name with a domain, where it is called.
+    #[track_caller]
     pub fn with_finalizer(reconciler: impl Cleanup<K>, finalizer: impl Into<String>) -> Self
     where
         K: serde::Serialize,
     {
-        let finalizer = finalizer.into();
+        let finalizer = checked_finalizer(finalizer.into());
         Self::assemble(
             Kind::of::<K>(),
             erase_finalized(reconciler, finalizer.clone()),
@@ -305,8 +309,8 @@ impl<K: Cacheable> Controller<K> {
     /// `example.com/Synced`), where it is called.
     #[track_caller]
     pub fn condition(mut self, type_: &str) -> Self {
-        if let Err(why) = super::failure::check_condition_type(type_) {
-            panic!("Controller::condition({type_:?}): {why}");
+        if let Err(why) = crate::names::qualified_name(type_) {
+            panic!("Controller::condition({type_:?}): a condition type is a qualified name: {why}");
         }
         self.reporting.condition = std::sync::Arc::from(type_);
         self
@@ -317,8 +321,19 @@ impl<K: Cacheable> Controller<K> {
     /// reconciles and caches only the objects assigned to this shard (and the objects they
     /// own), and the manager's leader runs the sharder that assigns them; elsewhere it runs as
     /// any controller. See [`sharding`](crate::sharding).
+    ///
+    /// # Panics
+    /// If `ring` cannot name a Lease and a label value (1-63 lower-case letters, digits, `-` and
+    /// `.`, starting and ending with a letter or digit), where it is called.
+    #[track_caller]
     pub fn ring(mut self, ring: impl Into<String>) -> Self {
-        self.ring = Some(ring.into());
+        let ring = ring.into();
+        if let Err(why) = crate::names::short_dns_subdomain(&ring) {
+            panic!(
+                "Controller::ring({ring:?}): a ring names a Lease, a label value and label keys: {why}"
+            );
+        }
+        self.ring = Some(ring);
         self
     }
 
@@ -369,6 +384,15 @@ impl<K: Cacheable> Controller<K> {
 }
 
 // The tests use the testing kit's no-op reconciler.
+/// `finalizer`, if the API server would take it: a qualified name with a domain.
+#[track_caller]
+pub(super) fn checked_finalizer(finalizer: String) -> String {
+    if let Err(why) = crate::names::domain_qualified_name(&finalizer) {
+        panic!("finalizer {finalizer:?} is not a qualified name like `example.com/cleanup`: {why}");
+    }
+    finalizer
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -383,6 +407,20 @@ mod tests {
     #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
     fn a_concurrency_of_zero_panics_where_it_is_set() {
         let _ = Controller::<ConfigMap>::new(Nothing).concurrency(0);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "finalizer \"cleanup\" is not a qualified name like `example.com/cleanup`: it needs a domain prefix"
+    )]
+    fn a_finalizer_without_a_domain_panics_where_it_is_given() {
+        let _ = Controller::<ConfigMap>::with_finalizer(Nothing, "cleanup");
+    }
+
+    #[test]
+    #[should_panic(expected = "Controller::ring(\"Widgets_\"): a ring names a Lease")]
+    fn a_ring_that_cannot_name_a_lease_panics_where_it_is_given() {
+        let _ = Controller::<ConfigMap>::new(Nothing).ring("Widgets_");
     }
 
     fn config_map(generation: i64, labels: &[(&str, &str)]) -> ConfigMap {

@@ -51,13 +51,17 @@ impl<K: Cacheable + Serialize> Controller<K> {
 
     /// As [`dynamic`](Self::dynamic), behind the finalizer `finalizer`, as
     /// [`Controller::with_finalizer`] does for a kind known at compile time.
+    ///
+    /// # Panics
+    /// If `finalizer` is not a qualified name with a domain, where it is called.
+    #[track_caller]
     pub fn dynamic_with_finalizer(
         reconciler: impl Cleanup<K>,
         finalizer: impl Into<String>,
         dyntype: &K::DynamicType,
         scope: &Scope,
     ) -> Self {
-        let finalizer = finalizer.into();
+        let finalizer = super::builder::checked_finalizer(finalizer.into());
         Self::assemble(
             Kind::erase::<K>(dyntype, scope),
             erase_finalized(reconciler, finalizer.clone()),

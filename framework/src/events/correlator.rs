@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use super::event_type::EventType;
+use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::time::Instant;
 
 use super::lru::Lru;

@@ -4,9 +4,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use super::event_type::EventType;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use super::event_type::EventType;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

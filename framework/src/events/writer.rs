@@ -3,13 +3,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::event_type::EventType;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use super::event_type::EventType;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

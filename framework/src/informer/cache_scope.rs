@@ -95,7 +95,11 @@ impl CacheScope {
     /// [`Error::InvalidSelector`] naming the kind, the selector and why it does not parse;
     /// [`Error::InvalidNamespace`] for a name Kubernetes would refuse.
     pub fn check(&self) -> Result<()> {
-        if let Some(bad) = self.namespaces.iter().find(|ns| !is_dns_label(ns)) {
+        if let Some(bad) = self
+            .namespaces
+            .iter()
+            .find(|ns| crate::names::dns_label(ns).is_err())
+        {
             return Err(Error::InvalidNamespace {
                 namespace: bad.clone(),
             });
@@ -181,17 +185,6 @@ impl CacheScope {
 /// `K`'s group and kind, the same for `K` and `PartialObjectMeta<K>`.
 fn kind_of<K: Resource<DynamicType = ()>>() -> (String, String) {
     (K::group(&()).into_owned(), K::kind(&()).into_owned())
-}
-
-/// Whether `name` is a valid namespace name (an RFC 1123 label).
-fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
 }
 
 #[cfg(test)]

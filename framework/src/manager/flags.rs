@@ -8,7 +8,7 @@ use clap::{Parser, ValueEnum};
 
 use super::{Config, Error, LeaderElection, OnLeadershipLoss, Shard};
 use crate::informer::CacheScope;
-use crate::{leader, webhook};
+use crate::{leader, names, webhook};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -291,10 +291,10 @@ impl Flags {
                 .or_else(|_| std::env::var("HOSTNAME"))
                 .unwrap_or_default(),
         };
-        if !is_dns_subdomain(ring) || !is_dns_subdomain(&id) {
+        if let Err(why) = names::short_dns_subdomain(ring).and(names::short_dns_subdomain(&id)) {
             return Err(Error::InvalidFlags(format!(
-                "--shard-ring {ring:?} / --shard-id {id:?}: each must be a DNS subdomain (lower-case \
-                 letters, digits, '-' and '.'); the shard id defaults to the pod name (POD_NAME, else HOSTNAME)"
+                "--shard-ring {ring:?} / --shard-id {id:?}: each names a Lease and a label value: \
+                 {why}; the shard id defaults to the pod name (POD_NAME, else HOSTNAME)"
             )));
         }
         Ok(Some(
@@ -348,18 +348,6 @@ pub(crate) fn exit_if_invalid(error: Error) -> Error {
         .exit();
     }
     error
-}
-
-/// Whether `name` can name a Lease and a label value: 1-63 lower-case letters, digits, `-` and
-/// `.`, starting and ending with a letter or digit.
-fn is_dns_subdomain(name: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    (1..=63).contains(&name.len())
-        && edge(name.chars().next())
-        && edge(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 /// Parses `0` (off), `:PORT` (all interfaces) or `HOST:PORT`; the error names the accepted forms.

@@ -24,9 +24,16 @@ const LAYERS: [&str; 15] = [
     "manager",
 ];
 
-/// What every layer may use: the crate's error, a buffer helper, the testing kit, and `lib.rs`
-/// and `tests`, which are not code of a layer.
-const SERVES_ALL: [&str; 5] = ["error", "spare_capacity", "testing", "lib", "tests"];
+/// What every layer may use: the crate's error, the name checks, a buffer helper, the testing
+/// kit, and `lib.rs` and `tests`, which are not code of a layer.
+const SERVES_ALL: [&str; 6] = [
+    "error",
+    "names",
+    "spare_capacity",
+    "testing",
+    "lib",
+    "tests",
+];
 
 /// The crate modules a line of code names through `crate::` paths, grouped ones included.
 fn crate_modules(code: &str) -> Vec<&str> {

@@ -26,40 +26,6 @@ pub(super) struct Report<'a> {
     pub(super) message: &'a str,
 }
 
-/// Checks a condition type as apimachinery validates one: a name of at most 63 letters, digits,
-/// `-`, `_` or `.`, starting and ending with a letter or digit, after an optional lower-case DNS
-/// subdomain prefix and `/` (`Available`, `example.com/Synced`).
-pub(crate) fn check_condition_type(type_: &str) -> Result<(), &'static str> {
-    let (prefix, name) = match type_.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, type_),
-    };
-    let label = |l: &str| {
-        (1..=63).contains(&l.len())
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if prefix.is_some_and(|p| p.len() > 253 || !p.split('.').all(label)) {
-        return Err("its prefix must be a lower-case DNS subdomain");
-    }
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    let name_ok = (1..=63).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && edge(name.chars().next())
-        && edge(name.chars().last());
-    if name_ok {
-        Ok(())
-    } else {
-        Err(
-            "a condition type is at most 63 letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit, after an optional `domain/` prefix",
-        )
-    }
-}
-
 /// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
 /// and is not a Kubernetes one), since built-in kinds' conditions belong to Kubernetes'
 /// own controllers (a Pod's `Ready` is the kubelet's).
@@ -364,24 +330,6 @@ mod tests {
         let without = object(&json!({ "conditions": [] }));
         let status = failed_status(&without, &available, at(60)).expect("a write");
         assert!(status.get("observedGeneration").is_none(), "{status}");
-    }
-
-    #[test]
-    fn condition_types_are_checked_as_apimachinery_checks_them() {
-        for good in ["Ready", "Available", "example.com/Synced", "a_b.c-1"] {
-            assert_eq!(check_condition_type(good), Ok(()), "{good}");
-        }
-        for bad in [
-            "",
-            "Not Ready",
-            "-Ready",
-            "Ready-",
-            "Example.com/Synced",
-            "/Ready",
-            "a/",
-        ] {
-            assert!(check_condition_type(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -5,9 +5,9 @@ mod event;
 
 use std::sync::Arc;
 
+pub(crate) use condition::ToJson;
 #[cfg(test)]
 pub(crate) use condition::applies;
-pub(crate) use condition::{ToJson, check_condition_type};
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, message, truncate};
