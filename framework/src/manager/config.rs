@@ -1,9 +1,9 @@
 //! Configures a Manager: endpoints, concurrency, watch scope and shutdown.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::BindAddress;
 use super::transport::HealthChecks;
 use crate::informer::CacheScope;
 use crate::{informer, leader, webhook};
@@ -18,13 +18,23 @@ pub struct LeaderElection {
     pub(crate) on_loss: OnLeadershipLoss,
 }
 
+/// An address to serve on, or off (`0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindAddress {
+    /// Do not serve.
+    Off,
+    /// Serve on this address.
+    On(SocketAddr),
+}
+
 /// What a manager does when it loses the Lease (`--leader-election-on-loss`).
 ///
 /// Either way its controllers stop at once, so it never reconciles without the Lease. (The
 /// variants' docs are the flag's `--help`, so they are plain text: see
 /// [`Manager::run`](super::Manager::run), [`Error::LeadershipLost`](super::Error::LeadershipLost)
 /// and [`Runnable::next_term`](super::Runnable::next_term).)
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum OnLeadershipLoss {
     /// `Manager::run` returns `Error::LeadershipLost` and the process exits, as in

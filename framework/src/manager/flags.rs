@@ -1,12 +1,11 @@
 //! Parses the operator's command line, with controller-runtime's flag names.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use super::{Config, Error, LeaderElection, OnLeadershipLoss, Shard};
+use super::{BindAddress, Config, Error, LeaderElection, OnLeadershipLoss, Shard};
 use crate::informer::CacheScope;
 use crate::{leader, names, webhook};
 
@@ -203,15 +202,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// An address to serve on, or off (`0`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BindAddress {
-    /// Do not serve.
-    Off,
-    /// Serve on this address.
-    On(SocketAddr),
-}
-
 impl Flags {
     /// The manager configuration these flags describe.
     ///
@@ -331,7 +321,10 @@ impl Flags {
         let config = self.config()?;
         // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
         if matches!(self.command, None | Some(super::Command::Shards { .. })) {
-            super::client::check_kubeconfig(self.kubeconfig.as_deref(), self.context.as_deref())?;
+            super::kubeconfig::check_kubeconfig(
+                self.kubeconfig.as_deref(),
+                self.context.as_deref(),
+            )?;
         }
         Ok(config)
     }

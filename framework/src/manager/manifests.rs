@@ -2,10 +2,6 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::task::{Context, Poll};
-
-use http::{Request, Response};
-use kube::Client;
 
 use super::program::program;
 use super::{Error, Manager, Result};
@@ -23,7 +19,8 @@ const WEBHOOKS_FILE: &str = "files/webhooks.yaml";
 /// What an operator does instead of running: print or write the manifests of the controllers
 /// added to its [`Manager`]. [`Manager::run`] does it and returns without starting anything, so
 /// it needs no cluster.
-#[derive(Clone, Debug, PartialEq, Eq, clap::Subcommand)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
 #[non_exhaustive]
 pub enum Command {
     /// Print the CustomResourceDefinition of every controller as YAML and exit.
@@ -126,35 +123,6 @@ impl Manager {
             program()
         ));
         Ok(Some(format!("{header}{}", documents.join("---\n"))))
-    }
-}
-
-/// A client for a manager that only prints manifests: it never connects, and every request
-/// fails saying why.
-pub(super) fn offline_client() -> Client {
-    Client::new(Offline, "default")
-}
-
-/// The service behind [`offline_client`].
-#[derive(Clone, Copy, Debug)]
-struct Offline;
-
-/// The error of every request through [`offline_client`].
-#[derive(Debug, thiserror::Error)]
-#[error("no cluster: the `crd` and `manifests` subcommands run without one")]
-struct NoCluster;
-
-impl tower_service::Service<Request<kube::client::Body>> for Offline {
-    type Response = Response<kube::client::Body>;
-    type Error = NoCluster;
-    type Future = std::future::Ready<Result<Self::Response, NoCluster>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), NoCluster>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<kube::client::Body>) -> Self::Future {
-        std::future::ready(Err(NoCluster))
     }
 }
 

@@ -18,11 +18,17 @@ mod client;
 mod config;
 mod controllers;
 mod conversions;
+#[cfg(feature = "cli")]
 mod flags;
 mod http;
+#[cfg(feature = "cli")]
+mod kubeconfig;
+#[cfg(feature = "cli")]
 mod logging;
 mod manifests;
 mod namespaces;
+#[cfg(feature = "cli")]
+mod offline;
 mod program;
 mod ring;
 mod run;
@@ -41,9 +47,11 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{Config, LeaderElection, OnLeadershipLoss, Shard};
-pub use self::flags::{BindAddress, Flags, LogFormat};
+pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss, Shard};
+#[cfg(feature = "cli")]
+pub use self::flags::{Flags, LogFormat};
 pub use self::http::Check;
+#[cfg(feature = "cli")]
 pub use self::logging::init_logging;
 pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
@@ -272,6 +280,7 @@ impl Manager {
     ///
     /// # Errors
     /// See [`Self::from_flags`].
+    #[cfg(feature = "cli")]
     pub async fn from_args() -> Result<Self> {
         use clap::Parser as _;
         let flags = Flags::parse();
@@ -285,6 +294,7 @@ impl Manager {
     ///
     /// # Errors
     /// See [`Self::from_flags`].
+    #[cfg(feature = "cli")]
     pub async fn from_args_with_about(about: impl Into<String>) -> Result<Self> {
         use clap::{CommandFactory as _, FromArgMatches as _};
         let mut command = Flags::command().about(about.into()).long_about(None);
@@ -306,6 +316,7 @@ impl Manager {
     /// not read, a `--context` it lacks), [`Error::Logging`], [`Error::NoClientConfig`] when no
     /// cluster configuration can be used, or [`Error::ClientConfig`] when no client can be built
     /// for it.
+    #[cfg(feature = "cli")]
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
@@ -314,12 +325,13 @@ impl Manager {
             .as_ref()
             .filter(|c| !matches!(c, Command::Shards { .. }))
         {
-            let mut manager = Self::new(manifests::offline_client(), config);
+            let mut manager = Self::new(offline::offline_client(), config);
             manager.command = Some(command.clone());
             return Ok(manager);
         }
         let client_config =
-            client::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
+            kubeconfig::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref())
+                .await?;
         let mut manager = Self::with_client_config(client_config, config)?;
         manager.command.clone_from(&flags.command);
         manager
