@@ -1,5 +1,5 @@
 //! Serves `/healthz`, `/readyz` and `/metrics` over plain HTTP/1, or `/metrics` behind a
-//! [`Guard`] (see `secure_metrics`).
+//! [`Guard`] (see `metrics::auth`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::secure_metrics::{Decision, Guard};
+use crate::metrics::auth::{Decision, Guard};
 
 /// A named probe: `Ok` when healthy (or ready), `Err(reason)` otherwise.
 pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;

@@ -15,7 +15,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
 use super::namespaces;
-use super::secure_metrics::{self, Guard};
+use super::secure_metrics;
+use crate::metrics::auth::Guard;
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
 use crate::leader::{LeaderElector, Leadership, Status};

@@ -5,6 +5,7 @@
 //! and the `process_*` families. [`REFERENCE`]
 //! lists them all for the book, and tests keep it in step with what is registered.
 
+pub(crate) mod auth;
 mod client;
 mod controller;
 mod events;

@@ -1,5 +1,5 @@
-//! Serves the guarded `/metrics` over HTTPS, with the certificate of `--metrics-cert-dir`
-//! (re-read when it changes) or one made at start.
+//! Serves the guarded `/metrics` (see `metrics::auth`) over HTTPS, with the certificate of
+//! `--metrics-cert-dir` (re-read when it changes) or one made at start.
 
 use std::convert::Infallible;
 use std::path::Path;
