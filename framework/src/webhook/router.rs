@@ -70,8 +70,9 @@ impl Router {
     /// The answer to `request`: 404 for an unknown path, 405 for a method other than POST, 415
     /// for a body that is not JSON, 413 for one over the limit, 408 for one that does not arrive
     /// within the read timeout, else the route's answer. An HTTP/1 connection is closed after a
-    /// 408, and after a 413 whose body was not read to its end; over HTTP/2 the rest of such a
-    /// body is read after the answer is sent (see [`Reply`]), so no answer is lost to a reset.
+    /// 408, and after a 413 whose body was not read to its end; over HTTP/2 a body a refusal
+    /// left unread is read and discarded after the answer is sent (see [`Reply`]), so that no
+    /// answer is lost to a stream reset.
     pub(crate) async fn answer<B>(&self, request: Request<B>) -> Response<Reply>
     where
         B: Body<Data = Bytes> + Send + Unpin + 'static,
