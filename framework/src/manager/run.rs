@@ -16,10 +16,10 @@ use tokio_util::task::AbortOnDropHandle;
 use super::http::{Endpoints, serve};
 use super::namespaces;
 use super::secure_metrics;
-use crate::metrics::auth::Guard;
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
 use crate::leader::{LeaderElector, Leadership, Status};
+use crate::metrics::auth::Guard;
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
 ///

@@ -1,13 +1,15 @@
 //! Reads a request body up to a size limit, draining a modest excess so the refusal reaches
-//! the client.
+//! the client on a connection that carries on.
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
-use hyper::body::Incoming;
+use hyper::body::Body;
 
-/// How many bytes past the limit are read and thrown away before refusing a body, so that a
-/// client that sends its whole body before reading the answer (most do) gets the 413 instead of
-/// a connection reset: a body only a little too large is the usual mistake.
+/// How many bytes past the limit an HTTP/1 server reads and throws away before refusing a
+/// body, so that a client that sends its whole body before reading the answer (most do) gets
+/// the 413 on a connection it can reuse: a body only a little too large is the usual mistake.
+/// A larger excess is refused at once and the connection closed (lingering, see
+/// [`Lingering`](super::Lingering), so the answer still arrives).
 pub(crate) const DRAIN_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Why a body could not be read.
@@ -26,44 +28,43 @@ pub(crate) enum BodyError {
     Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The whole body, or [`BodyError::TooLarge`] when it has more than `limit` bytes. A body up to
-/// [`DRAIN_LIMIT`] bytes over is read to its end first (`drained`); a larger one, or one whose
-/// `Content-Length` already says so, is refused as soon as that is known.
-pub(crate) async fn read_limited(mut body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
-    use hyper::body::Body as _;
-    let give_up = limit.saturating_add(DRAIN_LIMIT);
+/// The whole of `body`, or [`BodyError::TooLarge`] when it has more than `limit` bytes. A body
+/// up to `drain` bytes over is read to its end first (`drained`); a larger one, or one whose
+/// `Content-Length` already says so, is refused as soon as that is known, with the rest unread.
+pub(crate) async fn read_limited<B>(
+    body: &mut B,
+    limit: usize,
+    drain: usize,
+) -> Result<Bytes, BodyError>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let give_up = limit.saturating_add(drain);
+    let too_large = |drained| BodyError::TooLarge { limit, drained };
     if body
         .size_hint()
         .exact()
         .is_some_and(|length| length > give_up as u64)
     {
-        return Err(BodyError::TooLarge {
-            limit,
-            drained: false,
-        });
+        return Err(too_large(false));
     }
     let mut collected = BytesMut::new();
     let mut seen = 0_usize;
     while let Some(frame) = body.frame().await {
-        let Ok(data) = frame.map_err(|e| BodyError::Read(Box::new(e)))?.into_data() else {
+        let Ok(data) = frame.map_err(|e| BodyError::Read(e.into()))?.into_data() else {
             continue;
         };
         seen = seen.saturating_add(data.len());
         if seen > give_up {
-            return Err(BodyError::TooLarge {
-                limit,
-                drained: false,
-            });
+            return Err(too_large(false));
         }
         if seen <= limit {
             collected.extend_from_slice(&data);
         }
     }
     if seen > limit {
-        return Err(BodyError::TooLarge {
-            limit,
-            drained: true,
-        });
+        return Err(too_large(true));
     }
     Ok(collected.freeze())
 }

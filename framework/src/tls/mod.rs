@@ -16,17 +16,21 @@ mod closes;
 mod config;
 mod idle;
 mod limits;
+mod linger;
 mod reloading;
+mod reply;
 mod serve;
 
 use std::path::PathBuf;
 
 pub use self::authority::{Authority, CertificatePair};
-pub(crate) use self::body::{BodyError, read_limited};
+pub(crate) use self::body::{BodyError, DRAIN_LIMIT, read_limited};
 pub(crate) use self::closes::Closes;
 pub(crate) use self::config::server_config;
 pub(crate) use self::limits::{Closed, Limits};
+pub(crate) use self::linger::Lingering;
 pub(crate) use self::reloading::{ReloadingCertificate, TLS_CRT, TLS_KEY};
+pub(crate) use self::reply::Reply;
 pub(crate) use self::serve::serve;
 
 /// Errors making, reading or loading certificates.

@@ -17,7 +17,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::idle::{Activity, Tracked};
-use super::{Closed, Closes, Limits};
+use super::{Closed, Closes, Limits, Lingering};
 
 /// How long open connections may take to finish their requests once `stop` is cancelled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,7 +32,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// when the client named none. A failed handshake (a plain-HTTP client, an untrusted
 /// certificate) ends only that connection. A client holds the server no longer than `limits`
 /// allow: a connection over `max_connections` is closed on accept, one whose handshake, first
-/// request or next request is late is closed, and each such close is counted in `closes`.
+/// request or next request is late is closed, and each such close is counted in `closes`. A
+/// connection that ends after its last answer lingers (see [`Lingering`]) so that a client
+/// still sending reads that answer instead of a reset.
 pub(crate) async fn serve<S, B>(
     listener: TcpListener,
     config: Arc<ServerConfig>,
@@ -91,7 +93,10 @@ pub(crate) async fn serve<S, B>(
             };
             let activity = Activity::new();
             let connection = http
-                .serve_connection(TokioIo::new(tls), Tracked::new(service, activity.clone()))
+                .serve_connection(
+                    TokioIo::new(Lingering::new(tls)),
+                    Tracked::new(service, activity.clone()),
+                )
                 .into_owned();
             tokio::select! {
                 ended = watcher.watch(connection) => if let Err(e) = ended {

@@ -37,6 +37,8 @@ pub use self::defaulter::Defaulter;
 pub(crate) use self::endpoint::Endpoint;
 pub(crate) use self::install::install;
 pub use self::route::Route;
+#[cfg(feature = "testing")]
+pub(crate) use self::router::Router;
 pub(crate) use self::server::Server;
 pub use self::validator::Validator;
 pub use self::verdict::Verdict;

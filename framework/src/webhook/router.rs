@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version, header};
-use hyper::body::Incoming;
+use hyper::body::Body;
 use tokio::time::Instant;
 
 use super::Route;
 use super::route::{Handler, json};
 use crate::metrics::WebhookMetrics;
-use crate::tls::{BodyError, Closed, Closes, read_limited};
+use crate::tls::{BodyError, Closed, Closes, DRAIN_LIMIT, Reply, read_limited};
 
 /// The largest body the server reads: 3 MiB, the API server's own request limit, so that any
 /// object the API server accepts fits in a review.
@@ -69,51 +70,78 @@ impl Router {
     /// The answer to `request`: 404 for an unknown path, 405 for a method other than POST, 415
     /// for a body that is not JSON, 413 for one over the limit, 408 for one that does not arrive
     /// within the read timeout, else the route's answer. An HTTP/1 connection is closed after a
-    /// 408, and after a 413 whose body was not read to its end.
-    pub(crate) async fn answer(&self, request: Request<Incoming>) -> Response<Bytes> {
-        let Some(handler) = self.routes.get(request.uri().path()) else {
-            return error(
-                StatusCode::NOT_FOUND,
-                &format!("no webhook at {}", request.uri().path()),
-            );
+    /// 408, and after a 413 whose body was not read to its end; over HTTP/2 a body a refusal
+    /// left unread is read and discarded after the answer is sent (see [`Reply`]), so that no
+    /// answer is lost to a stream reset.
+    pub(crate) async fn answer<B>(&self, request: Request<B>) -> Response<Reply>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (head, mut body) = request.into_parts();
+        let response = self.answer_head(&head, &mut body).await;
+        if head.version < Version::HTTP_2 || body.is_end_stream() {
+            response.map(Reply::new)
+        } else {
+            response.map(|answer| Reply::holding(answer, body))
+        }
+    }
+
+    /// The answer to the request `head`, reading as much of its `body` as it needs.
+    async fn answer_head<B>(&self, head: &Parts, body: &mut B) -> Response<Bytes>
+    where
+        B: Body<Data = Bytes> + Unpin,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let path = head.uri.path();
+        let Some(handler) = self.routes.get(path) else {
+            return error(StatusCode::NOT_FOUND, &format!("no webhook at {path}"));
         };
         let Some(metrics) = &self.metrics else {
-            return self.answer_route(handler, request).await;
+            return self.answer_route(handler, head, body).await;
         };
-        let path = request.uri().path().to_owned();
-        let _in_flight = metrics.begin(&path);
+        let _in_flight = metrics.begin(path);
         let start = Instant::now();
-        let response = self.answer_route(handler, request).await;
-        metrics.answered(&path, response.status(), start.elapsed());
+        let response = self.answer_route(handler, head, body).await;
+        metrics.answered(path, response.status(), start.elapsed());
         response
     }
 
-    /// The answer of the route whose `handler` `request` is for.
-    async fn answer_route(&self, handler: &Handler, request: Request<Incoming>) -> Response<Bytes> {
-        if request.method() != Method::POST {
+    /// The answer of the route whose `handler` the request `head` is for.
+    async fn answer_route<B>(
+        &self,
+        handler: &Handler,
+        head: &Parts,
+        body: &mut B,
+    ) -> Response<Bytes>
+    where
+        B: Body<Data = Bytes> + Unpin,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if head.method != Method::POST {
             let mut response = error(
                 StatusCode::METHOD_NOT_ALLOWED,
-                &format!("{} is not allowed; webhooks take POST", request.method()),
+                &format!("{} is not allowed; webhooks take POST", head.method),
             );
             response
                 .headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
             return response;
         }
-        if !is_json(request.headers().get(header::CONTENT_TYPE)) {
-            let given = request
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .map_or("none".into(), |v| {
-                    String::from_utf8_lossy(v.as_bytes()).into_owned()
-                });
+        let content_type = head.headers.get(header::CONTENT_TYPE);
+        if !is_json(content_type) {
+            let given = content_type.map_or("none".into(), |v| {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            });
             return error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 &format!("Content-Type {given} is not supported; send application/json"),
             );
         }
-        let http1 = request.version() < Version::HTTP_2;
-        let read = read_limited(request.into_body(), self.limit);
+        // HTTP/2 needs no drain: the rest is read after the answer (see `answer`).
+        let http1 = head.version < Version::HTTP_2;
+        let drain = if http1 { DRAIN_LIMIT } else { 0 };
+        let read = read_limited(body, self.limit, drain);
         match tokio::time::timeout(self.read_timeout, read).await {
             Ok(Ok(body)) => handler(body).await,
             Ok(Err(e @ BodyError::TooLarge { drained, .. })) => {

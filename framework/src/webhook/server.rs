@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Request;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use tokio::net::TcpListener;
@@ -89,7 +88,7 @@ impl Server {
         }
         let service = service_fn(move |request: Request<Incoming>| {
             let router = router.clone();
-            async move { Ok::<_, Infallible>(router.answer(request).await.map(Full::new)) }
+            async move { Ok::<_, Infallible>(router.answer(request).await) }
         });
         let config = tls::server_config(self.certificate);
         tls::serve(self.listener, config, service, self.limits, closes, stop).await;
@@ -103,3 +102,7 @@ mod tests;
 #[cfg(test)]
 #[path = "tests/slow_clients.rs"]
 mod slow_clients;
+
+#[cfg(test)]
+#[path = "tests/too_large.rs"]
+mod too_large;

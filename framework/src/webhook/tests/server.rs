@@ -16,7 +16,7 @@ struct Allow;
 impl Validator<ConfigMap> for Allow {}
 
 /// A self-signed server with a ConfigMap validator on a free port, and its CA.
-async fn start(stop: &CancellationToken) -> (std::net::SocketAddr, String) {
+pub(super) async fn start(stop: &CancellationToken) -> (std::net::SocketAddr, String) {
     let config = Config::default().port(0).self_signed(true);
     let webhook = Admission::validator::<ConfigMap>(Allow);
     let server = Server::bind(
@@ -43,7 +43,7 @@ fn post(path: &str, content_type: Option<&str>, body: Vec<u8>) -> Request<Full<B
     request.body(Full::new(Bytes::from(body))).unwrap()
 }
 
-const REVIEW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},"name":"cm","operation":"CREATE","userInfo":{},"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}}}"#;
+pub(super) const REVIEW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},"name":"cm","operation":"CREATE","userInfo":{},"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}}}"#;
 
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_the_server_keeps_serving() {
@@ -161,68 +161,5 @@ async fn garbage_and_plain_http_on_the_port_end_their_connection_and_the_server_
     }
     let status = review_status(&connector(&ca, &[], true), addr, "localhost").await;
     assert_eq!(status, 200, "the server still serves");
-    stop.cancel();
-}
-
-#[tokio::test]
-async fn a_client_that_sends_a_whole_body_over_the_limit_before_reading_gets_the_413() {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-
-    // Issue 39: Python and curl (without `Expect`) write the whole body, then read; the server
-    // answered 413 as soon as the limit was passed and closed with the rest unread, which can
-    // turn the close into a reset that reaches the client before the answer. A body 4 KiB over
-    // the limit, with its length announced and chunked (where the size is learnt only by reading).
-    let stop = CancellationToken::new();
-    let (addr, ca) = start(&stop).await;
-    let body = vec![b' '; 3 * 1024 * 1024 + 4096];
-    for chunked in [false, true] {
-        let mut stream = connect(&connector(&ca, &[b"http/1.1"], true), addr, "localhost")
-            .await
-            .unwrap();
-        let framing = if chunked {
-            "Transfer-Encoding: chunked".to_owned()
-        } else {
-            format!("Content-Length: {}", body.len())
-        };
-        let head = format!(
-            "POST /validate--v1-configmap HTTP/1.1\r\nHost: localhost\r\n\
-             Content-Type: application/json\r\n{framing}\r\n\r\n"
-        );
-        stream.write_all(head.as_bytes()).await.unwrap();
-        for piece in body.chunks(64 * 1024) {
-            if chunked {
-                let size = format!("{:x}\r\n", piece.len());
-                stream.write_all(size.as_bytes()).await.unwrap();
-            }
-            stream.write_all(piece).await.unwrap();
-            if chunked {
-                stream.write_all(b"\r\n").await.unwrap();
-            }
-        }
-        if chunked {
-            stream.write_all(b"0\r\n\r\n").await.unwrap();
-        }
-        stream.flush().await.unwrap();
-        // Up to the end of the answer's head: a drained connection stays open for the next.
-        let mut answer = Vec::new();
-        let head = async {
-            let mut buffer = [0; 1024];
-            while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buffer).await? {
-                    0 => break,
-                    n => answer.extend_from_slice(&buffer[..n]),
-                }
-            }
-            std::io::Result::Ok(())
-        };
-        let read = tokio::time::timeout(Duration::from_secs(10), head)
-            .await
-            .expect("no answer to a body over the limit");
-        let text = String::from_utf8_lossy(&answer).into_owned();
-        assert!(
-            text.starts_with("HTTP/1.1 413"),
-            "chunked {chunked}: {read:?} {text}"
-        );
-    }
     stop.cancel();
 }
