@@ -41,6 +41,15 @@
 //! Informer-only users (the client-go pattern) start at [`informer::Factory`]; tests use
 //! `testing::ControlPlane` and `testing::FakeApiServer` (feature `testing`).
 //!
+//! # Features
+//!
+//! - `cli` (default): [`Manager::from_args`](manager::Manager::from_args), its flags, subcommands
+//!   and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
+//!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
+//!   election, metrics and webhooks are all there.
+//! - `testing`: the test kit (the `kubeward-testing` crate, re-exported as `testing`) and
+//!   kubeward's own test helpers; for `[dev-dependencies]` only.
+//!
 //! # Layout
 //!
 //! The modules follow the data, each using only those above it in this list:
