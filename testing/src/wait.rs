@@ -41,7 +41,7 @@ where
 /// [`Error::Api`] when the API server refuses the CRD; [`Error::Timeout`] when it is not
 /// established within 30 s.
 pub async fn install_crd<K: CustomResourceExt>(client: Client) -> Result<()> {
-    install(client, K::crd()).await
+    install_crd_object(client, K::crd()).await
 }
 
 /// Installs `crd` (unless a CRD of that name is there already) and waits until it is served.
@@ -49,10 +49,6 @@ pub async fn install_crd<K: CustomResourceExt>(client: Client) -> Result<()> {
 /// # Errors
 /// As [`install_crd`].
 pub async fn install_crd_object(client: Client, crd: CustomResourceDefinition) -> Result<()> {
-    install(client, crd).await
-}
-
-async fn install(client: Client, crd: CustomResourceDefinition) -> Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client);
     let name = crd.metadata.name.clone().unwrap_or_default();
     match crds.create(&PostParams::default(), &crd).await {
