@@ -46,9 +46,21 @@
 //! - `cli` (default): [`Manager::from_args`](manager::Manager::from_args), its flags, subcommands
 //!   and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
 //!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
-//!   election, metrics and webhooks are all there.
+//!   election, metrics, sharding and the `crd`/`manifests` commands are all there.
+//! - `tls` (default): HTTPS serving with rustls (the `tls` module; rcgen for self-signed certificates) and
+//!   secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the Helm chart).
+//!
+//! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
+//! reconcile kit, leader election, plain-HTTP metrics and probes, sharding and the manager with
+//! a `Config` built in code; CI builds it on its own.
+//! - `webhooks` (turns on `tls`): admission and conversion webhooks (the `webhook` module,
+//!   `Manager::add_webhook` and `add_conversion`, the `--webhook-*` flags), and a sharded ring's
+//!   assignment webhooks. As with kubebuilder's `create webhook`, an operator adds them when it
+//!   has webhooks; a CRD's versions and their [`conversion`]s compile without it, and without it
+//!   the `crd` command prints a CRD that serves only its stored version.
 //! - `testing`: the test kit (the `kubeward-testing` crate, re-exported as `testing`) and
-//!   kubeward's own test helpers; for `[dev-dependencies]` only.
+//!   kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]`
+//!   only.
 //!
 //! # Layout
 //!
@@ -56,12 +68,12 @@
 //!
 //! | module | holds |
 //! | --- | --- |
-//! | [`tls`] | HTTPS serving: certificates reloaded from files, a self-signed CA for development |
+//! | `tls` | HTTPS serving: certificates reloaded from files, a self-signed CA for development (feature `tls`) |
 //! | [`cache`] | the store: objects by [`cache::ObjectKey`], indexes |
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
-//! | [`webhook`] | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller |
+//! | `webhook` | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller (feature `webhooks`) |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
 //! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
@@ -89,7 +101,9 @@ pub mod rbac;
 pub mod reconcile;
 pub mod sharding;
 mod spare_capacity;
+#[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "webhooks")]
 pub mod webhook;
 
 #[cfg(test)]

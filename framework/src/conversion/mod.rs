@@ -23,6 +23,7 @@ mod review;
 pub use converter::{Builder, Converter};
 pub use convertible::Convertible;
 pub use error::Error;
+#[cfg(feature = "webhooks")]
 pub(crate) use review::answer_body;
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Answers the API server's `ConversionReview`: every object converted, or a failure that says
 //! which object and why.
 
+#[cfg(feature = "webhooks")]
 use http::StatusCode;
 use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
@@ -41,10 +42,7 @@ pub(super) fn review_any(converters: &[Converter], review: ConversionReview) -> 
 /// The HTTP answer to a `ConversionReview` posted as `body`: `200 OK` with the review's answer
 /// (converted objects, or a failure naming the object), or `400 Bad Request` with a failed
 /// review saying why when the body is not a review with a request.
-#[allow(
-    dead_code,
-    reason = "the webhook server mounts it at /convert (next commit)"
-)]
+#[cfg(feature = "webhooks")]
 pub(crate) fn answer_body(converters: &[Converter], body: &[u8]) -> (StatusCode, Vec<u8>) {
     let (status, review) = match serde_json::from_slice::<ConversionReview>(body) {
         Ok(review) if review.request.is_none() => (

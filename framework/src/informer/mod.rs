@@ -63,7 +63,7 @@ mod decode_ahead;
 mod error;
 mod factory;
 mod fan_out;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(all(any(test, feature = "testing"), feature = "webhooks"))]
 pub(crate) mod fuzz;
 mod handler;
 mod listener;

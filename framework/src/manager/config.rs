@@ -1,12 +1,15 @@
 //! Configures a Manager: endpoints, concurrency, watch scope and shutdown.
 
 use std::net::SocketAddr;
+#[cfg(feature = "tls")]
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::transport::HealthChecks;
 use crate::informer::CacheScope;
-use crate::{informer, leader, webhook};
+#[cfg(feature = "webhooks")]
+use crate::webhook;
+use crate::{informer, leader};
 
 /// Leader election of a manager: the Lease's name and namespace, its timings, and what a
 /// replica does when it loses the Lease.
@@ -79,13 +82,16 @@ impl LeaderElection {
 pub struct Config {
     pub(crate) metrics_bind_address: BindAddress,
     pub(crate) health_probe_bind_address: BindAddress,
+    #[cfg(feature = "tls")]
     pub(crate) metrics_secure: bool,
+    #[cfg(feature = "tls")]
     pub(crate) metrics_cert_dir: Option<PathBuf>,
     pub(crate) max_concurrent_reconciles: u16,
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) cache: CacheScope,
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) informers: informer::Config,
+    #[cfg(feature = "webhooks")]
     pub(crate) webhook: webhook::Config,
     pub(crate) shard: Option<Shard>,
     pub(crate) health_checks: HealthChecks,
@@ -148,13 +154,16 @@ impl Default for Config {
         Self {
             metrics_bind_address: BindAddress::Off,
             health_probe_bind_address: BindAddress::Off,
+            #[cfg(feature = "tls")]
             metrics_secure: false,
+            #[cfg(feature = "tls")]
             metrics_cert_dir: None,
             max_concurrent_reconciles: 1,
             graceful_shutdown_timeout: Duration::from_secs(30),
             cache: CacheScope::default(),
             leader_election: None,
             informers: informer::Config::default(),
+            #[cfg(feature = "webhooks")]
             webhook: webhook::Config::default(),
             shard: None,
             health_checks: HealthChecks::default(),
@@ -193,6 +202,7 @@ impl Config {
     /// (`TokenReview`) and whose user may `get` `/metrics` (`SubjectAccessReview`), as kubebuilder's
     /// `--metrics-secure`. The manager's ServiceAccount needs `create` on `tokenreviews` and
     /// `subjectaccessreviews`. Off by default; the health probes stay plain HTTP.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn metrics_secure(mut self, secure: bool) -> Self {
         self.metrics_secure = secure;
@@ -202,6 +212,7 @@ impl Config {
     /// The folder of secure metrics' serving certificate, `tls.crt` and `tls.key` (as a mounted
     /// `kubernetes.io/tls` Secret holds them), reloaded when they change; `None`: a self-signed
     /// certificate made at start.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn metrics_cert_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.metrics_cert_dir = dir;
@@ -274,6 +285,7 @@ impl Config {
 
     /// How the webhook server serves and is reached (it runs only when webhooks or routes were
     /// added, or for a [shard](Self::shard) whose server has a certificate).
+    #[cfg(feature = "webhooks")]
     #[must_use]
     pub fn webhook(mut self, config: webhook::Config) -> Self {
         self.webhook = config;

@@ -57,38 +57,10 @@ impl Manager {
         Some(crds.into_iter().fold(route, Route::converts))
     }
 
-    /// `crd` as this operator can serve it, for the `crd` command. When this manager serves the
-    /// CRD's conversions, its conversion webhook points here ([`Self::point_conversion`]).
-    /// Otherwise nothing could convert between its versions, so, as the chart does without
-    /// webhooks, it has no conversion webhook and serves only the stored version; a warning
-    /// names the versions left unserved.
-    pub(super) fn servable(&self, mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        let converts = self.config.webhook.port != 0
-            && (self.conversions.lock().iter()).any(|c| c.crd_name() == name);
-        if converts {
-            return self.point_conversion(crd);
-        }
-        let Some(conversion) = (crd.spec.conversion.as_mut()).filter(|c| c.webhook.is_some())
-        else {
-            return crd;
-        };
-        "None".clone_into(&mut conversion.strategy);
-        conversion.webhook = None;
-        let mut unserved = Vec::new();
-        for version in (crd.spec.versions.iter_mut()).filter(|v| !v.storage && v.served) {
-            version.served = false;
-            unserved.push(version.name.clone());
-        }
-        if !unserved.is_empty() {
-            tracing::warn!(
-                crd = name,
-                "versions {} are not served: this operator serves no conversion webhook for them \
-                 (Manager::add_conversion, with a webhook port)",
-                unserved.join(", ")
-            );
-        }
-        crd
+    /// Whether this manager serves the conversions of the CRD `name` (a converter and a port).
+    pub(super) fn serves_conversions(&self, name: &str) -> bool {
+        self.config.webhook.port != 0
+            && (self.conversions.lock().iter()).any(|c| c.crd_name() == name)
     }
 
     /// `crd` with its conversion webhook, if it has one, pointed at this manager's webhook

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 
 use super::{BindAddress, Config, Error, LeaderElection, OnLeadershipLoss, Shard};
 use crate::informer::CacheScope;
-use crate::{leader, names, webhook};
+use crate::{leader, names};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -24,11 +24,13 @@ pub struct Flags {
 
     /// Serve /metrics over HTTPS, only to callers whose bearer token may `get` `/metrics`
     /// (checked with `TokenReview` and `SubjectAccessReview`); `--metrics-secure=false` turns it off.
+    #[cfg(feature = "tls")]
     #[arg(long, env = "KUBEWARD_METRICS_SECURE", num_args = 0..=1, require_equals = true, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub metrics_secure: bool,
 
     /// Folder holding `tls.crt` and `tls.key` for secure metrics, reloaded when they change; when
     /// unset, a self-signed certificate is made at start.
+    #[cfg(feature = "tls")]
     #[arg(long, env = "KUBEWARD_METRICS_CERT_DIR", value_name = "DIR")]
     pub metrics_cert_dir: Option<PathBuf>,
 
@@ -128,63 +130,10 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
 
-    /// Port of the HTTPS webhook server (it runs only when the operator has webhooks, or runs as
-    /// a shard and has a certificate: the shard's assignment webhooks); `0` turns it off.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_PORT", default_value_t = webhook::DEFAULT_PORT)]
-    pub webhook_port: u16,
-
-    /// Directory holding the webhook server's `tls.crt` and `tls.key`, re-read when they change.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_CERT_DIR", default_value = webhook::DEFAULT_CERT_DIR, value_name = "DIR")]
-    pub webhook_cert_dir: PathBuf,
-
-    /// Generate a CA and a serving certificate at start, and install the operator's webhook
-    /// configurations (and its CRDs' conversion webhooks) with that CA: for development.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_SELF_SIGNED")]
-    pub webhook_self_signed: bool,
-
-    /// A DNS name or IP address of the self-signed serving certificate (repeat the flag or
-    /// separate with commas); default the webhook Service's names, `localhost`, `127.0.0.1`.
-    #[arg(
-        long,
-        env = "KUBEWARD_WEBHOOK_HOST",
-        value_delimiter = ',',
-        value_name = "HOST"
-    )]
-    pub webhook_host: Vec<String>,
-
-    /// Name of the Service in front of the webhook port, which webhook configurations name;
-    /// default `PROGRAM-webhook` in the pod's namespace.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_SERVICE", value_name = "NAME")]
-    pub webhook_service: Option<String>,
-
-    /// Base URL the API server calls instead of the Service (`https://127.0.0.1:9443`), for an
-    /// operator running outside the cluster with `--webhook-self-signed`.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_URL", value_name = "URL")]
-    pub webhook_url: Option<String>,
-
-    /// How long a client of the webhook and secure metrics ports may take to finish its TLS
-    /// handshake.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
-    pub webhook_tls_handshake_timeout: Duration,
-
-    /// How long a new connection to the webhook and secure metrics ports may go without a
-    /// request, and a request's headers may take to arrive.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_READ_HEADER_TIMEOUT", default_value = "32s", value_parser = parse_duration)]
-    pub webhook_read_header_timeout: Duration,
-
-    /// How long a webhook request's body may take to arrive after its headers (answered 408).
-    #[arg(long, env = "KUBEWARD_WEBHOOK_READ_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub webhook_read_timeout: Duration,
-
-    /// How long a connection to the webhook and secure metrics ports may stay open with no
-    /// request after its last answer.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
-    pub webhook_idle_timeout: Duration,
-
-    /// How many connections the webhook port, and the secure metrics port, each keep open at
-    /// once; the next is closed on accept.
-    #[arg(long, env = "KUBEWARD_WEBHOOK_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u16).range(1..))]
-    pub webhook_max_connections: u16,
+    /// The webhook server's flags (`--webhook-*`).
+    #[cfg(feature = "webhooks")]
+    #[command(flatten)]
+    pub webhook: super::WebhookFlags,
 
     /// `crd` or `manifests`: print or write the operator's manifests instead of running it;
     /// `shards`: print its controller rings.
@@ -218,6 +167,7 @@ impl Flags {
         election
             .validate()
             .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        #[cfg(feature = "tls")]
         if self.metrics_secure
             && self.metrics_bind_address != BindAddress::Off
             && self.metrics_bind_address == self.health_probe_bind_address
@@ -251,18 +201,22 @@ impl Flags {
             )
             .on_loss(self.leader_election_on_loss)
         });
-        Ok(Config::default()
+        let config = Config::default()
             .leader_election(election)
             .metrics_bind_address(self.metrics_bind_address)
-            .metrics_secure(self.metrics_secure)
-            .metrics_cert_dir(self.metrics_cert_dir.clone())
             .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
-            .webhook(self.webhook_config())
-            .shard(shard))
+            .shard(shard);
+        #[cfg(feature = "tls")]
+        let config = config
+            .metrics_secure(self.metrics_secure)
+            .metrics_cert_dir(self.metrics_cert_dir.clone());
+        #[cfg(feature = "webhooks")]
+        let config = config.webhook(self.webhook.config());
+        Ok(config)
     }
 
     /// The shard these flags describe, with the leader-election timings for its Lease.
@@ -292,27 +246,6 @@ impl Flags {
                 .namespace(self.leader_election_namespace.clone())
                 .lease(timing.clone()),
         ))
-    }
-
-    /// The webhook server's configuration these flags describe.
-    fn webhook_config(&self) -> webhook::Config {
-        let mut config = webhook::Config::default()
-            .port(self.webhook_port)
-            .cert_dir(&self.webhook_cert_dir)
-            .self_signed(self.webhook_self_signed)
-            .hosts(self.webhook_host.iter().filter(|h| !h.is_empty()).cloned())
-            .tls_handshake_timeout(self.webhook_tls_handshake_timeout)
-            .read_header_timeout(self.webhook_read_header_timeout)
-            .read_timeout(self.webhook_read_timeout)
-            .idle_timeout(self.webhook_idle_timeout)
-            .max_connections(self.webhook_max_connections.into());
-        if let Some(service) = &self.webhook_service {
-            config = config.service(service, None);
-        }
-        if let Some(url) = &self.webhook_url {
-            config = config.url(url);
-        }
-        config
     }
 
     /// [`Self::config`], and, unless a [`Command`](super::Command) runs instead of the operator,
@@ -360,7 +293,7 @@ fn parse_bind_address(value: &str) -> Result<BindAddress, String> {
 
 /// Parses a duration: a number with `ms`, `s`, `m` or `h` (`15s`; `1m30s` is not accepted), or
 /// plain seconds; the error names the accepted forms.
-fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration(value: &str) -> Result<Duration, String> {
     let bad = || format!("`{value}` is not a duration; use e.g. `15s`, `500ms`, `2m` or `1h`");
     let split = value
         .find(|c: char| !c.is_ascii_digit() && c != '.')

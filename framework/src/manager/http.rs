@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "tls")]
 use crate::metrics::auth::{Decision, Guard};
 
 /// A named probe: `Ok` when healthy (or ready), `Err(reason)` otherwise.
@@ -103,13 +104,35 @@ pub(crate) struct Endpoints {
     pub(crate) probes: Option<Arc<Probes>>,
     pub(crate) metrics: Option<Registry>,
     /// Who may read `/metrics`; anyone when `None`.
+    #[cfg(feature = "tls")]
     pub(crate) guard: Option<Guard>,
 }
 
 impl Endpoints {
+    /// The probes and metrics a listener answers, to anyone.
+    pub(crate) fn new(probes: Option<Arc<Probes>>, metrics: Option<Registry>) -> Self {
+        Self {
+            probes,
+            metrics,
+            #[cfg(feature = "tls")]
+            guard: None,
+        }
+    }
+
+    /// Whether a guard checks who reads `/metrics` (then served over HTTPS).
+    #[cfg_attr(not(feature = "tls"), allow(clippy::unused_self))]
+    pub(crate) fn is_guarded(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.guard.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
     /// The answer to `request`, after the guard (if any) let it through.
+    #[cfg_attr(not(feature = "tls"), allow(clippy::unused_async))]
     pub(crate) async fn answer<B>(&self, request: &Request<B>) -> Response<Full<Bytes>> {
         let path = request.uri().path();
+        #[cfg(feature = "tls")]
         if let Some(guard) = self.guard.as_ref().filter(|g| g.path() == path) {
             let decision = guard.check(request.headers()).await;
             if decision != Decision::Allowed {
@@ -137,6 +160,7 @@ impl Endpoints {
 }
 
 /// The answer to a request the guard refused; a 401 says which scheme to use.
+#[cfg(feature = "tls")]
 fn refusal(decision: &Decision, path: &str) -> Response<Full<Bytes>> {
     let (status, content_type, body) = text((decision.status(), decision.message(path)));
     let mut response = Response::new(Full::new(Bytes::from(body)));
@@ -237,11 +261,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_that_is_not_served_here_is_not_found() {
-        let endpoints = Endpoints {
-            probes: None,
-            metrics: Some(Registry::new()),
-            guard: None,
-        };
+        let endpoints = Endpoints::new(None, Some(Registry::new()));
         assert_eq!(endpoints.respond("/readyz").status(), StatusCode::NOT_FOUND);
         assert_eq!(endpoints.respond("/metrics").status(), StatusCode::OK);
     }

@@ -81,11 +81,15 @@ impl Manager {
             }
             Command::Manifests { chart } => {
                 // The chart serves the conversion webhook, or turns it off, by its values.
+                #[cfg(feature = "webhooks")]
                 for r in &mut recorded {
                     r.crd = r.crd.take().map(|crd| self.point_conversion(crd));
                 }
                 let chart = chart.clone().unwrap_or_else(|| default_chart(&program()));
+                #[cfg(feature = "webhooks")]
                 let webhooks = self.webhooks_yaml()?;
+                #[cfg(not(feature = "webhooks"))]
+                let webhooks = None;
                 write_chart(&chart, &program(), &recorded, webhooks)
             }
             Command::Shards { ring } => self.print_rings(ring.as_deref()).await,
@@ -94,8 +98,43 @@ impl Manager {
 }
 
 impl Manager {
+    /// `crd` as this operator can serve it, for the `crd` command. When this manager serves the
+    /// CRD's conversions, its conversion webhook points here.
+    /// Otherwise nothing could convert between its versions, so, as the chart does without
+    /// webhooks, it has no conversion webhook and serves only the stored version; a warning
+    /// names the versions left unserved.
+    #[cfg_attr(not(feature = "webhooks"), allow(clippy::unused_self))]
+    pub(super) fn servable(&self, mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        #[cfg(feature = "webhooks")]
+        if self.serves_conversions(&name) {
+            return self.point_conversion(crd);
+        }
+        let Some(conversion) = (crd.spec.conversion.as_mut()).filter(|c| c.webhook.is_some())
+        else {
+            return crd;
+        };
+        "None".clone_into(&mut conversion.strategy);
+        conversion.webhook = None;
+        let mut unserved = Vec::new();
+        for version in (crd.spec.versions.iter_mut()).filter(|v| !v.storage && v.served) {
+            version.served = false;
+            unserved.push(version.name.clone());
+        }
+        if !unserved.is_empty() {
+            tracing::warn!(
+                crd = name,
+                "versions {} are not served: this operator serves no conversion webhook for them \
+                 (Manager::add_conversion, with a webhook port)",
+                unserved.join(", ")
+            );
+        }
+        crd
+    }
+
     /// The webhook configurations of the added admission webhooks as YAML documents (without a
     /// `caBundle`: cert-manager's CA injector fills it in), if there are any.
+    #[cfg(feature = "webhooks")]
     fn webhooks_yaml(&self) -> Result<Option<String>> {
         let webhooks = self.webhooks.lock().clone();
         let (validating, mutating) = crate::webhook::configurations(

@@ -17,6 +17,7 @@
 mod client;
 mod config;
 mod controllers;
+#[cfg(feature = "webhooks")]
 mod conversions;
 #[cfg(feature = "cli")]
 mod flags;
@@ -33,11 +34,16 @@ mod program;
 mod ring;
 mod run;
 mod runnable;
+#[cfg(feature = "tls")]
 mod secure_metrics;
+#[cfg(feature = "webhooks")]
 mod shard_assignment;
 mod sharding;
 mod shutdown;
 mod transport;
+#[cfg(all(feature = "cli", feature = "webhooks"))]
+mod webhook_flags;
+#[cfg(feature = "webhooks")]
 mod webhooks;
 
 use std::sync::Arc;
@@ -57,6 +63,8 @@ pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
+#[cfg(all(feature = "cli", feature = "webhooks"))]
+pub use self::webhook_flags::WebhookFlags;
 
 use self::http::Probes;
 use crate::informer::Factory;
@@ -139,6 +147,7 @@ pub enum Error {
     },
     /// The serving certificate of secure metrics (`--metrics-cert-dir`) could not be loaded or
     /// made.
+    #[cfg(feature = "tls")]
     #[error("loading the metrics serving certificate")]
     MetricsCertificate(#[source] crate::tls::Error),
     /// The cache scope names an invalid namespace or selector (see
@@ -146,6 +155,7 @@ pub enum Error {
     #[error("checking what the manager caches")]
     Cache(#[source] crate::informer::Error),
     /// The webhook server could not start, or its configurations could not be installed.
+    #[cfg(feature = "webhooks")]
     #[error("starting the webhook server")]
     Webhook(#[source] crate::webhook::Error),
     /// Work was still running when the graceful shutdown timeout ran out.
@@ -191,10 +201,14 @@ pub struct Manager {
     /// The manifests of the controllers added while a subcommand waits.
     manifests: Mutex<Vec<manifests::Recorded>>,
     /// The admission webhooks and other routes of the webhook server, and every path taken.
+    #[cfg(feature = "webhooks")]
     webhooks: Mutex<Vec<crate::webhook::Admission>>,
+    #[cfg(feature = "webhooks")]
     routes: Mutex<Vec<crate::webhook::Route>>,
+    #[cfg(feature = "webhooks")]
     webhook_paths: Mutex<std::collections::HashSet<String>>,
     /// The converters served at `/convert`, one per CRD.
+    #[cfg(feature = "webhooks")]
     conversions: Mutex<Vec<crate::conversion::Converter>>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
     informer_factories: crate::metrics::Factories,
@@ -257,9 +271,13 @@ impl Manager {
             shutdown: CancellationToken::new(),
             command: None,
             manifests: Mutex::default(),
+            #[cfg(feature = "webhooks")]
             webhooks: Mutex::default(),
+            #[cfg(feature = "webhooks")]
             routes: Mutex::default(),
+            #[cfg(feature = "webhooks")]
             webhook_paths: Mutex::default(),
+            #[cfg(feature = "webhooks")]
             conversions: Mutex::default(),
             informer_factories,
             sharding: Mutex::default(),

@@ -18,6 +18,7 @@ pub(super) fn program() -> String {
 /// [`program`] as a Kubernetes object name with room for a suffix: lower case, `-` for every
 /// character a DNS label refuses (`configmap_generator` → `configmap-generator`), at most 50
 /// characters, starting and ending with a letter or digit; `operator` if nothing is left.
+#[cfg(any(feature = "cli", feature = "webhooks"))]
 pub(super) fn program_object_name() -> String {
     object_name(&program())
 }
@@ -29,6 +30,7 @@ pub(super) fn default_lease_name() -> String {
     format!("{}-leader", program_object_name())
 }
 
+#[cfg(any(feature = "cli", feature = "webhooks", test))]
 fn object_name(program: &str) -> String {
     let mapped: String = program
         .chars()

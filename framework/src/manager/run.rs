@@ -15,10 +15,12 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
 use super::namespaces;
+#[cfg(feature = "tls")]
 use super::secure_metrics;
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
 use crate::leader::{LeaderElector, Leadership, Status};
+#[cfg(feature = "tls")]
 use crate::metrics::auth::Guard;
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
@@ -137,6 +139,7 @@ impl Manager {
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;
         // Every replica serves webhooks, before it leads and after its controllers stopped.
+        #[cfg(feature = "webhooks")]
         self.start_webhooks(&stop_servers, &mut servers).await?;
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
@@ -418,10 +421,13 @@ impl Manager {
         let registry = self.registry.clone();
         let probes = Arc::clone(&self.probes);
         let mut servers = JoinSet::new();
+        #[cfg(feature = "tls")]
         let secure = match (self.config.metrics_secure, self.config.metrics_bind_address) {
             (true, BindAddress::On(_)) => Some(self.secure_metrics()?),
             _ => None,
         };
+        #[cfg(not(feature = "tls"))]
+        let secure: Option<std::convert::Infallible> = None;
         let listeners = match (
             self.config.metrics_bind_address,
             self.config.health_probe_bind_address,
@@ -429,65 +435,65 @@ impl Manager {
             (BindAddress::On(m), BindAddress::On(p)) if m == p && secure.is_none() => {
                 vec![(
                     bind("metrics and health probe", m).await?,
-                    Endpoints {
-                        probes: Some(probes),
-                        metrics: Some(registry),
-                        guard: None,
-                    },
+                    Endpoints::new(Some(probes), Some(registry)),
                 )]
             }
             (metrics, health) => {
                 let mut listeners = Vec::new();
                 if let BindAddress::On(addr) = metrics {
-                    listeners.push((
-                        bind("metrics", addr).await?,
-                        Endpoints {
-                            probes: None,
-                            metrics: Some(registry),
-                            guard: secure.as_ref().map(|(guard, _)| guard.clone()),
-                        },
-                    ));
+                    #[allow(unused_mut)] // only guarded with `tls`
+                    let mut endpoints = Endpoints::new(None, Some(registry));
+                    #[cfg(feature = "tls")]
+                    {
+                        endpoints.guard = secure.as_ref().map(|(guard, _)| guard.clone());
+                    }
+                    listeners.push((bind("metrics", addr).await?, endpoints));
                 }
                 if let BindAddress::On(addr) = health {
                     listeners.push((
                         bind("health probe", addr).await?,
-                        Endpoints {
-                            probes: Some(probes),
-                            metrics: None,
-                            guard: None,
-                        },
+                        Endpoints::new(Some(probes), None),
                     ));
                 }
                 listeners
             }
         };
         for (listener, endpoints) in listeners {
-            let https = endpoints.guard.is_some();
+            let https = endpoints.is_guarded();
             if let Ok(addr) = listener.local_addr() {
                 tracing::info!(%addr, metrics = endpoints.metrics.is_some(), probes = endpoints.probes.is_some(), https, "serving");
             }
-            match (&secure, https) {
-                (Some((_, certificate)), true) => {
-                    servers.spawn(secure_metrics::serve(
-                        listener,
-                        endpoints,
-                        certificate.clone(),
-                        (
-                            self.config.webhook.limits,
-                            self.metrics.webhook().closes("metrics"),
-                        ),
-                        stop.clone(),
-                    ));
-                }
-                _ => {
-                    servers.spawn(serve(listener, endpoints, stop.clone()));
-                }
+            #[cfg(feature = "tls")]
+            if let (Some((_, certificate)), true) = (&secure, https) {
+                servers.spawn(secure_metrics::serve(
+                    listener,
+                    endpoints,
+                    certificate.clone(),
+                    (
+                        self.serving_limits(),
+                        self.metrics.webhook().closes("metrics"),
+                    ),
+                    stop.clone(),
+                ));
+                continue;
             }
+            servers.spawn(serve(listener, endpoints, stop.clone()));
         }
         Ok(servers)
     }
 
+    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(not(feature = "webhooks"), allow(clippy::unused_self))]
+    fn serving_limits(&self) -> crate::tls::Limits {
+        #[cfg(feature = "webhooks")]
+        return self.config.webhook.limits;
+        #[cfg(not(feature = "webhooks"))]
+        crate::tls::Limits::default()
+    }
+
     /// The guard and serving certificate of `/metrics` over HTTPS.
+    #[cfg(feature = "tls")]
     fn secure_metrics(&self) -> Result<(Guard, secure_metrics::Certificate)> {
         if self.config.metrics_bind_address == self.config.health_probe_bind_address {
             return Err(Error::InvalidFlags(

@@ -172,7 +172,10 @@ impl Manager {
                 informer::Config::default().labels(&format!("{RING_LABEL}={}", shard.ring)),
             )
             .map_err(|e| Error::InvalidFlags(format!("--shard-ring {}: {e}", shard.ring)))?;
+        #[cfg(feature = "webhooks")]
         let view = self.assign_at_creation(&shard.ring, &leases, &sharding.kinds);
+        #[cfg(not(feature = "webhooks"))]
+        let view = None;
         let sharder = ShardAssigner {
             ring: shard.ring.clone(),
             leases,

@@ -5,6 +5,7 @@
 //! and the `process_*` families. [`REFERENCE`]
 //! lists them all for the book, and tests keep it in step with what is registered.
 
+#[cfg(feature = "tls")]
 pub(crate) mod auth;
 mod client;
 mod controller;
@@ -12,6 +13,7 @@ mod events;
 mod informer;
 mod reads;
 mod reference;
+#[cfg(feature = "tls")]
 mod webhook;
 mod workqueue;
 
@@ -28,6 +30,7 @@ pub(crate) use events::EventMetrics;
 pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
+#[cfg(feature = "tls")]
 pub(crate) use webhook::WebhookMetrics;
 pub(crate) use workqueue::WorkqueueMetrics;
 
@@ -199,6 +202,7 @@ impl Metrics {
     }
 
     /// The `controller_runtime_webhook_*` and `kubeward_serving_*` series of a webhook server.
+    #[cfg(feature = "tls")]
     pub(crate) fn webhook(&self) -> WebhookMetrics {
         WebhookMetrics::new(self)
     }

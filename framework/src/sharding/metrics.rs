@@ -60,6 +60,7 @@ impl SharderMetrics {
     }
 
     /// The assignment webhook assigned an object to `shard` as it was created (or handed back).
+    #[cfg(feature = "webhooks")]
     pub(crate) fn assigned_by_webhook(&self, shard: &str) {
         self.assignments
             .with_label_values(&[self.ring.as_str(), shard, "webhook"])

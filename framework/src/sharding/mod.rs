@@ -26,6 +26,7 @@
 //!   is then dead), and deletes dead Leases after [`DEAD_LEASE_TTL`]. [`ring_view`] shows the
 //!   ring: each shard's state and how many objects of each kind it holds.
 
+#[cfg(feature = "webhooks")]
 mod admission;
 mod assignment;
 mod failures;
@@ -47,6 +48,7 @@ pub use labels::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, drain_label, shard_l
 pub(crate) use metrics::SharderMetrics;
 pub(crate) use owned_labels::OwnedLabels;
 pub use ring_view::{RingView, ShardRow, ring_view};
+#[cfg(feature = "webhooks")]
 pub(crate) use ring_watch::{View, watch_ring};
 pub(crate) use sharder::{KindSharder, Sharder};
 pub use shards::{DEAD_LEASE_TTL, ShardState, Shards, lease_state};

@@ -30,6 +30,7 @@ use crate::cache::ObjectKey;
 use crate::informer::{self, CacheScope, Factory, SharedInformer, Watchable, handler_fns};
 use crate::queue::WorkQueue;
 use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
+#[cfg(feature = "webhooks")]
 use crate::webhook::Admission;
 
 /// How an object's ring key is found from its metadata (`None`: it is not sharded).
@@ -40,6 +41,7 @@ pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 pub(crate) struct KindSharder {
     bind: fn(&Factory, &CacheScope, &str, Ring, SharderMetrics) -> Box<dyn SharderRun>,
     /// The kind's assignment webhook in a ring, reading the ring's view.
+    #[cfg(feature = "webhooks")]
     admission: fn(&str, Ring, SharderMetrics) -> Admission,
     /// The kind's `group/Kind`.
     group_kind: fn() -> String,
@@ -62,6 +64,7 @@ impl KindSharder {
             bind: |factory, scope, ring, view, metrics| {
                 bind::<K>(factory, scope, ring, view, metrics, (own_key::<K>, true))
             },
+            #[cfg(feature = "webhooks")]
             admission: |ring, view, metrics| {
                 super::admission::admission::<K>(ring, view, metrics, own_key::<K>)
             },
@@ -83,6 +86,7 @@ impl KindSharder {
             bind: |factory, scope, ring, view, metrics| {
                 bind::<C>(factory, scope, ring, view, metrics, (controller_key, false))
             },
+            #[cfg(feature = "webhooks")]
             admission: |ring, view, metrics| {
                 super::admission::admission::<C>(ring, view, metrics, controller_key)
             },
@@ -94,6 +98,7 @@ impl KindSharder {
 
     /// The webhook that assigns objects of this kind to a shard of `ring` as they are created,
     /// from the available shards in `view`, counted in `metrics`.
+    #[cfg(feature = "webhooks")]
     pub(crate) fn admission(&self, ring: &str, view: Ring, metrics: SharderMetrics) -> Admission {
         (self.admission)(ring, view, metrics)
     }

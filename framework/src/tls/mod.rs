@@ -11,6 +11,7 @@
 //! Only the ring provider is used (the one kube's client uses), never OpenSSL or aws-lc.
 
 mod authority;
+#[cfg(feature = "webhooks")]
 mod body;
 mod closes;
 mod config;
@@ -18,18 +19,21 @@ mod idle;
 mod limits;
 mod linger;
 mod reloading;
+#[cfg(feature = "webhooks")]
 mod reply;
 mod serve;
 
 use std::path::PathBuf;
 
 pub use self::authority::{Authority, CertificatePair};
+#[cfg(feature = "webhooks")]
 pub(crate) use self::body::{BodyError, DRAIN_LIMIT, read_limited};
 pub(crate) use self::closes::Closes;
 pub(crate) use self::config::server_config;
 pub(crate) use self::limits::{Closed, Limits};
 pub(crate) use self::linger::Lingering;
 pub(crate) use self::reloading::{ReloadingCertificate, TLS_CRT, TLS_KEY};
+#[cfg(feature = "webhooks")]
 pub(crate) use self::reply::Reply;
 pub(crate) use self::serve::serve;
 

@@ -37,7 +37,7 @@ pub use self::defaulter::Defaulter;
 pub(crate) use self::endpoint::Endpoint;
 pub(crate) use self::install::install;
 pub use self::route::Route;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use self::router::Router;
 pub(crate) use self::server::Server;
 pub use self::validator::Validator;
