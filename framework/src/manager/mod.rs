@@ -14,22 +14,16 @@
 //! # }
 //! ```
 
+#[cfg(feature = "cli")]
+mod cli;
 mod client;
 mod config;
 mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
-#[cfg(feature = "cli")]
-mod flags;
 mod http;
-#[cfg(feature = "cli")]
-mod kubeconfig;
-#[cfg(feature = "cli")]
-mod logging;
 mod manifests;
 mod namespaces;
-#[cfg(feature = "cli")]
-mod offline;
 mod program;
 mod ring;
 mod run;
@@ -41,8 +35,6 @@ mod shard_assignment;
 mod sharding;
 mod shutdown;
 mod transport;
-#[cfg(all(feature = "cli", feature = "webhooks"))]
-mod webhook_flags;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 
@@ -53,18 +45,16 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(all(feature = "cli", feature = "webhooks"))]
+pub use self::cli::WebhookFlags;
+#[cfg(feature = "cli")]
+pub use self::cli::{Flags, LogFormat, init_logging};
 pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss, Shard};
-#[cfg(feature = "cli")]
-pub use self::flags::{Flags, LogFormat};
 pub use self::http::Check;
-#[cfg(feature = "cli")]
-pub use self::logging::init_logging;
 pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
-#[cfg(all(feature = "cli", feature = "webhooks"))]
-pub use self::webhook_flags::WebhookFlags;
 
 use self::http::Probes;
 use crate::informer::Factory;
@@ -302,9 +292,7 @@ impl Manager {
     pub async fn from_args() -> Result<Self> {
         use clap::Parser as _;
         let flags = Flags::parse();
-        Self::from_flags(&flags)
-            .await
-            .map_err(flags::exit_if_invalid)
+        Self::from_flags(&flags).await.map_err(cli::exit_if_invalid)
     }
 
     /// As [`Self::from_args`], with `about` opening `--help` instead of kubeward's generic text:
@@ -320,9 +308,7 @@ impl Manager {
         let flags = Flags::from_arg_matches(&matches)
             .map_err(|e| e.format(&mut command))
             .unwrap_or_else(|e| e.exit());
-        Self::from_flags(&flags)
-            .await
-            .map_err(flags::exit_if_invalid)
+        Self::from_flags(&flags).await.map_err(cli::exit_if_invalid)
     }
 
     /// As [`Self::from_args`], with flags you parsed yourself (e.g. flattened into your own parser).
@@ -343,13 +329,12 @@ impl Manager {
             .as_ref()
             .filter(|c| !matches!(c, Command::Shards { .. }))
         {
-            let mut manager = Self::new(offline::offline_client(), config);
+            let mut manager = Self::new(cli::offline_client(), config);
             manager.command = Some(command.clone());
             return Ok(manager);
         }
         let client_config =
-            kubeconfig::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref())
-                .await?;
+            cli::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
         let mut manager = Self::with_client_config(client_config, config)?;
         manager.command.clone_from(&flags.command);
         manager

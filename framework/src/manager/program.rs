@@ -26,7 +26,7 @@ pub(super) fn program_object_name() -> String {
 /// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
 /// operators in one namespace never share one (`configmap-generator-leader`).
 #[cfg(feature = "cli")]
-pub(super) fn default_lease_name() -> String {
+pub(in crate::manager) fn default_lease_name() -> String {
     format!("{}-leader", program_object_name())
 }
 

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use super::{BindAddress, Config, Error, LeaderElection, OnLeadershipLoss, Shard};
 use crate::informer::CacheScope;
+use crate::manager::{
+    BindAddress, Command, Config, Error, LeaderElection, OnLeadershipLoss, Shard,
+};
 use crate::{leader, names};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
@@ -47,7 +49,7 @@ pub struct Flags {
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value_t = super::program::default_lease_name(),
+        default_value_t = crate::manager::program::default_lease_name(),
         value_name = "NAME"
     )]
     pub leader_election_id: String,
@@ -138,7 +140,7 @@ pub struct Flags {
     /// `crd` or `manifests`: print or write the operator's manifests instead of running it;
     /// `shards`: print its controller rings.
     #[command(subcommand)]
-    pub command: Option<super::Command>,
+    pub command: Option<Command>,
 }
 
 /// How log lines are written.
@@ -253,7 +255,7 @@ impl Flags {
     pub(crate) fn checked_config(&self) -> Result<Config, Error> {
         let config = self.config()?;
         // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
-        if matches!(self.command, None | Some(super::Command::Shards { .. })) {
+        if matches!(self.command, None | Some(Command::Shards { .. })) {
             super::kubeconfig::check_kubeconfig(
                 self.kubeconfig.as_deref(),
                 self.context.as_deref(),
@@ -265,7 +267,7 @@ impl Flags {
 
 /// Ends the process on [`Error::InvalidFlags`] and [`Error::NoClientConfig`] the way clap ends
 /// it on a bad flag: the mistake on one line, exit code 2. Any other error is handed back.
-pub(crate) fn exit_if_invalid(error: Error) -> Error {
+pub(in crate::manager) fn exit_if_invalid(error: Error) -> Error {
     if let Error::InvalidFlags(_) | Error::NoClientConfig(_) = error {
         clap::Error::raw(
             clap::error::ErrorKind::ValueValidation,
@@ -496,7 +498,10 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(election.lease, super::super::program::default_lease_name());
+        assert_eq!(
+            election.lease,
+            crate::manager::program::default_lease_name()
+        );
         assert!(
             election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
             "the default Lease is the program's own: {}",

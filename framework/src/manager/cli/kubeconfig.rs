@@ -5,7 +5,7 @@ use std::path::Path;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError, LoadDataError};
 
-use super::Error;
+use crate::manager::Error;
 
 /// Checks that `kubeconfig` reads and parses and that `context` is one of its contexts (or of
 /// the kubeconfig `KUBECONFIG` or `~/.kube/config` names, without `kubeconfig`), so that a
@@ -54,7 +54,7 @@ const FIX: &str = "pass --kubeconfig PATH, set KUBECONFIG, or run in a pod with 
 ///
 /// # Errors
 /// [`Error::NoClientConfig`], on one line naming what was tried and how to fix it.
-pub(crate) async fn client_config(
+pub(in crate::manager) async fn client_config(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<kube::Config, Error> {

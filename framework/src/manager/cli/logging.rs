@@ -4,7 +4,8 @@ use std::io::IsTerminal as _;
 
 use tracing_subscriber::EnvFilter;
 
-use super::{Error, LogFormat};
+use super::LogFormat;
+use crate::manager::Error;
 
 /// What the default filter adds: kube's client writes an ERROR for every failed request (its
 /// HTTP trace layer) and a WARN for every watch the server drops, a flood while the API server
