@@ -75,6 +75,7 @@
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
 //! | `webhook` | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller (feature `webhooks`) |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
+//! | `manifests` | the chart's files from the controllers' CRDs and rules (the `crd` and `manifests` commands write them) |
 //! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
@@ -94,6 +95,7 @@ pub mod events;
 pub mod informer;
 pub mod leader;
 pub mod manager;
+mod manifests;
 pub mod metrics;
 mod names;
 pub mod queue;

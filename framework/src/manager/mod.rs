@@ -189,7 +189,7 @@ pub struct Manager {
     /// The subcommand [`Self::run`] carries out instead of running, if one was given.
     command: Option<Command>,
     /// The manifests of the controllers added while a subcommand waits.
-    manifests: Mutex<Vec<manifests::Recorded>>,
+    manifests: Mutex<Vec<crate::manifests::Recorded>>,
     /// The admission webhooks and other routes of the webhook server, and every path taken.
     #[cfg(feature = "webhooks")]
     webhooks: Mutex<Vec<crate::webhook::Admission>>,

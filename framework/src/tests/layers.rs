@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom layer up.
-const LAYERS: [&str; 15] = [
+const LAYERS: [&str; 16] = [
     "tls",
     "cache",
     "informer",
@@ -17,6 +17,7 @@ const LAYERS: [&str; 15] = [
     "crd",
     "conversion",
     "rbac",
+    "manifests",
     "sharding",
     "controller",
     "reconcile",
