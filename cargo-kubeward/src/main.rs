@@ -12,6 +12,7 @@
 //! made, it fails and changes nothing. `--dry-run` prints what it would write.
 
 mod api;
+mod format;
 mod init;
 mod names;
 mod plan;

@@ -57,14 +57,14 @@ impl Plan {
 
     /// Lists the files and what would happen to each, with the content of each, on `out`.
     pub(crate) fn describe(&self, out: &mut dyn Write) -> anyhow::Result<()> {
-        for file in &self.files {
+        for (file, content) in self.files.iter().zip(self.formatted()?) {
             let verb = match file.change {
                 Change::Create => "create",
                 Change::Replace => "replace",
             };
             writeln!(out, "--- would {verb} {}", file.path.display())?;
-            out.write_all(file.content.as_bytes())?;
-            if !file.content.ends_with('\n') {
+            out.write_all(content.as_bytes())?;
+            if !content.ends_with('\n') {
                 writeln!(out)?;
             }
         }
@@ -79,6 +79,7 @@ impl Plan {
     /// A file to create exists, a file to replace is missing (the error names it and says that
     /// nothing was written), or writing fails.
     pub(crate) fn write(&self, out: &mut dyn Write) -> anyhow::Result<()> {
+        let contents = self.formatted()?;
         for file in &self.files {
             let path = self.root.join(&file.path);
             match (file.change, path.exists()) {
@@ -95,13 +96,13 @@ impl Plan {
                 _ => {}
             }
         }
-        for file in &self.files {
+        for (file, content) in self.files.iter().zip(&contents) {
             let path = self.root.join(&file.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("creating {}", parent.display()))?;
             }
-            std::fs::write(&path, &file.content)
+            std::fs::write(&path, content)
                 .with_context(|| format!("writing {}", path.display()))?;
             if file.path.starts_with("scripts") {
                 make_executable(&path)?;
@@ -113,6 +114,22 @@ impl Plan {
             writeln!(out, "{verb:>8} {}", file.path.display())?;
         }
         Ok(())
+    }
+}
+
+impl Plan {
+    /// The files' contents, Rust files formatted by rustfmt.
+    fn formatted(&self) -> anyhow::Result<Vec<String>> {
+        self.files
+            .iter()
+            .map(|file| {
+                if file.path.extension().is_some_and(|e| e == "rs") {
+                    crate::format::rust(&file.content)
+                } else {
+                    Ok(file.content.clone())
+                }
+            })
+            .collect()
     }
 }
 

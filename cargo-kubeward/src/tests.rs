@@ -99,12 +99,17 @@ fn create_api_registers_the_kind_without_touching_main() -> anyhow::Result<()> {
     let files = snapshot(&root);
     assert_eq!(files["src/main.rs"], main);
     let lib = &files["src/lib.rs"];
-    assert!(
-        lib.contains("manager.add(api::memo::Memo::controller(controller::memo::MemoReconciler));")
-    );
-    assert!(
-        lib.contains("manager.add(api::note::Note::controller(controller::note::NoteReconciler));")
-    );
+    for registered in [
+        "Memo::controller(",
+        "MemoReconciler",
+        "Note::controller(",
+        "NoteReconciler",
+    ] {
+        assert!(
+            lib.contains(registered),
+            "src/lib.rs registers no {registered}:\n{lib}"
+        );
+    }
     assert!(files.contains_key("config/samples/example.com_v1alpha1_memo.yaml"));
     assert!(files["tests/integration/main.rs"].contains("mod memo;\nmod note;\n"));
     assert!(
