@@ -234,3 +234,50 @@ fn a_controller_of_an_existing_kind_names_its_k8s_openapi_type() -> anyhow::Resu
     assert!(!files.contains_key("src/api/deployment.rs"));
     Ok(())
 }
+
+/// The book's "Start a new operator" page shows what the tool generates: each block after a
+/// `<!-- file: PATH -->` line is that file, and the block after `<!-- files -->` lists them all.
+#[test]
+fn the_book_page_shows_the_files_the_tool_generates() -> anyhow::Result<()> {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src/start-a-new-operator.md");
+    let page = std::fs::read_to_string(&page)?;
+    let dir = tempfile::tempdir()?;
+    let root = project(dir.path())?;
+    cargo_kubeward(&root, "create api --version v1alpha1 --kind Memo")?;
+    cargo_kubeward(&root, "create api --version v1 --kind Note")?;
+    cargo_kubeward(
+        &root,
+        "create webhook --kind Memo --defaulting --validation",
+    )?;
+    let files = snapshot(&root);
+
+    let mut lines = page.lines();
+    let mut shown = 0;
+    while let Some(line) = lines.next() {
+        let marker = line.trim();
+        let Some(what) = marker
+            .strip_prefix("<!-- ")
+            .and_then(|m| m.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        anyhow::ensure!(
+            lines.next().is_some_and(|l| l.starts_with("```")),
+            "{marker}: no block"
+        );
+        let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        if what == "files" {
+            let listed: Vec<&str> = block;
+            let generated: Vec<&str> = files.keys().map(String::as_str).collect();
+            assert_eq!(listed, generated, "the page's list of files");
+        } else if let Some(path) = what.strip_prefix("file: ") {
+            let generated = files
+                .get(path)
+                .ok_or_else(|| anyhow::anyhow!("the page shows {path}, which is not generated"))?;
+            assert_eq!(block.join("\n"), generated.trim_end(), "the page's {path}");
+        }
+        shown += 1;
+    }
+    assert!(shown >= 8, "only {shown} marked blocks on the page");
+    Ok(())
+}
