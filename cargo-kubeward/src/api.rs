@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
 use crate::names;
 use crate::plan::Plan;
@@ -40,10 +40,19 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
     if !names::is_version(version) {
         bail!("{version:?} is not an API version such as v1, v1alpha1 or v2beta1");
     }
+    let module = names::snake(kind);
+    let hub = project.apis.iter().find(|k| k.name == kind).cloned();
+    if let Some(hub) = hub.filter(|hub| request.resource && hub.version != version) {
+        let mut plan = Plan::new(root);
+        let spoke = other_version(&mut plan, root, &project, &hub, version)?;
+        project.versions.push(spoke);
+        plan.replace(project::FILE, project.render());
+        plan.replace("src/lib.rs", registry::lib_rs(&project));
+        return Ok(plan);
+    }
     if !request.controller {
         bail!("a resource without a controller is not generated yet: leave --controller on");
     }
-    let module = names::snake(kind);
     let taken = project
         .apis
         .iter()
@@ -162,4 +171,57 @@ fn existing(plan: &mut Plan, request: &Request<'_>) -> anyhow::Result<Kind> {
         version: version.to_owned(),
         name: kind.to_owned(),
     })
+}
+
+/// Adds another version of the custom resource `hub` to `plan`: its type with the conversion
+/// to and from the hub, and the hub's `versions(...)` naming it.
+fn other_version(
+    plan: &mut Plan,
+    root: &Path,
+    project: &Project,
+    hub: &Kind,
+    version: &str,
+) -> anyhow::Result<Kind> {
+    let (kind, module) = (hub.name.as_str(), hub.module());
+    if let Some(other) = project.versions.iter().find(|v| v.name == kind) {
+        bail!(
+            "{kind} has a second version already ({}); add more by hand (see the book's \
+             Conversion page), nothing was changed",
+            other.version
+        );
+    }
+    let spoke = Kind {
+        group: hub.group.clone(),
+        version: version.to_owned(),
+        name: kind.to_owned(),
+    };
+    let spoke_module = spoke.version_module();
+    let hub_file = format!("src/api/{module}.rs");
+    let path = root.join(&hub_file);
+    let code =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let spec = format!("pub struct {kind}Spec {{");
+    if code.contains("versions(") || !code.contains(&spec) {
+        bail!(
+            "{hub_file} has a `versions(...)` attribute already, or no `{spec}`: add the \
+             version by hand (see the book's Conversion page); nothing was changed"
+        );
+    }
+    let attribute = format!("#[controller(versions(crate::api::{spoke_module}::{kind}))]\n");
+    plan.replace(
+        &hub_file,
+        code.replacen(&spec, &format!("{attribute}{spec}"), 1),
+    );
+    let values = [
+        ("group", hub.group.as_str()),
+        ("version", version),
+        ("hub_version", hub.version.as_str()),
+        ("kind", kind),
+        ("module", module.as_str()),
+    ];
+    plan.create(
+        format!("src/api/{spoke_module}.rs"),
+        render(include_str!("../templates/api/version.rs"), &values),
+    );
+    Ok(spoke)
 }

@@ -24,6 +24,7 @@ mod webhook;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::{ArgAction, Parser, Subcommand};
 
@@ -94,9 +95,17 @@ enum Create {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    let cwd = std::env::current_dir()?;
-    run(std::env::args_os(), &cwd, &mut std::io::stdout().lock())
+fn main() -> ExitCode {
+    let result = std::env::current_dir()
+        .map_err(anyhow::Error::from)
+        .and_then(|cwd| run(std::env::args_os(), &cwd, &mut std::io::stdout().lock()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Runs the command line `args` (cargo passes `kubeward` first) in `cwd`, reporting on `out`.

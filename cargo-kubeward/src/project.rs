@@ -17,6 +17,9 @@ pub(crate) struct Project {
     pub(crate) group: String,
     /// Its custom resources (`create api`), in the order they were created.
     pub(crate) apis: Vec<Kind>,
+    /// Other versions of custom resources (`create api` of a kind the project has), each
+    /// converted to its kind's first version, the hub.
+    pub(crate) versions: Vec<Kind>,
     /// Controllers of kinds the API server already serves (`create api --resource=false`).
     pub(crate) controllers: Vec<Kind>,
     /// Kinds with admission webhooks (`create webhook`).
@@ -37,6 +40,7 @@ pub(crate) struct Webhook {
     pub(crate) kind: String,
     pub(crate) defaulting: bool,
     pub(crate) validation: bool,
+    pub(crate) conversion: bool,
 }
 
 impl Project {
@@ -83,6 +87,9 @@ impl Project {
                 ("api", [group, version, kind]) => {
                     project.apis.push(Kind::new(group, version, kind));
                 }
+                ("version", [group, version, kind]) => {
+                    project.versions.push(Kind::new(group, version, kind));
+                }
                 ("controller", [group, version, kind]) => {
                     project.controllers.push(Kind::new(group, version, kind));
                 }
@@ -90,6 +97,7 @@ impl Project {
                     kind: (*kind).to_owned(),
                     defaulting: kinds.contains(&"defaulting"),
                     validation: kinds.contains(&"validation"),
+                    conversion: kinds.contains(&"conversion"),
                 }),
                 _ => bail!("line {}: unknown entry {line:?}", n + 1),
             }
@@ -110,6 +118,9 @@ impl Project {
         for api in &self.apis {
             let _ = writeln!(out, "api = {} {} {}", api.group, api.version, api.name);
         }
+        for v in &self.versions {
+            let _ = writeln!(out, "version = {} {} {}", v.group, v.version, v.name);
+        }
         for c in &self.controllers {
             let _ = writeln!(out, "controller = {} {} {}", c.group, c.version, c.name);
         }
@@ -120,6 +131,9 @@ impl Project {
             }
             if w.validation {
                 line.push_str(" validation");
+            }
+            if w.conversion {
+                line.push_str(" conversion");
             }
             let _ = writeln!(out, "{line}");
         }
@@ -140,6 +154,11 @@ impl Kind {
     pub(crate) fn module(&self) -> String {
         crate::names::snake(&self.name)
     }
+
+    /// The Rust module of another version of the kind: `memo_v1beta1`.
+    pub(crate) fn version_module(&self) -> String {
+        format!("{}_{}", self.module(), self.version)
+    }
 }
 
 #[cfg(test)]
@@ -152,11 +171,13 @@ mod tests {
             name: "memo-operator".to_owned(),
             group: "example.com".to_owned(),
             apis: vec![Kind::new("example.com", "v1alpha1", "Memo")],
+            versions: vec![Kind::new("example.com", "v1beta1", "Memo")],
             controllers: vec![Kind::new("apps", "v1", "Deployment")],
             webhooks: vec![Webhook {
                 kind: "Memo".to_owned(),
                 defaulting: true,
                 validation: false,
+                conversion: true,
             }],
         };
         assert_eq!(Project::parse(&project.render())?, project);

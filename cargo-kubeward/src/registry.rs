@@ -16,17 +16,20 @@ pub(crate) fn lib_rs(project: &Project) -> String {
         project.name
     );
     let apis: Vec<String> = project.apis.iter().map(Kind::module).collect();
+    let mut api_modules = apis.clone();
+    api_modules.extend(project.versions.iter().map(Kind::version_module));
     let controllers: Vec<String> = project.controllers.iter().map(Kind::module).collect();
     let webhooks: Vec<String> = project
         .webhooks
         .iter()
+        .filter(|w| w.defaulting || w.validation)
         .map(|w| crate::names::snake(&w.kind))
         .collect();
     module(
         &mut out,
         "api",
         "The custom resources: what each asks for and what it reports.",
-        &apis,
+        &api_modules,
     );
     let mut reconcilers = apis.clone();
     reconcilers.extend(controllers.iter().cloned());
@@ -69,6 +72,12 @@ pub(crate) fn lib_rs(project: &Project) -> String {
             let _ = writeln!(
                 out,
                 "    manager.add_defaulter::<api::{m}::{k}>(webhook::{m}::{k}Defaulter);"
+            );
+        }
+        if w.conversion {
+            let _ = writeln!(
+                out,
+                "    manager.add_conversion(api::{m}::{k}::converter());"
             );
         }
     }

@@ -30,14 +30,8 @@ pub(crate) struct Request<'a> {
 pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
     let mut project = Project::read(root)?;
     let kind = request.kind;
-    if request.conversion {
-        bail!(
-            "conversion webhooks are not generated yet: a kind needs a second version to convert \
-             (see kubeward's book, Conversion); nothing was changed"
-        );
-    }
-    if !request.defaulting && !request.validation {
-        bail!("name the webhooks to make: --defaulting, --validation or both");
+    if !request.defaulting && !request.validation && !request.conversion {
+        bail!("name the webhooks to make: --defaulting, --validation, --conversion");
     }
     let Some(api) = project.apis.iter().find(|a| a.name == kind) else {
         bail!(
@@ -47,8 +41,24 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
         );
     };
     let module = api.module();
-    if project.webhooks.iter().any(|w| w.kind == kind) {
-        bail!("{kind} has webhooks already (src/webhook/{module}.rs); nothing was changed");
+    let admission = request.defaulting || request.validation;
+    if let Some(had) = project.webhooks.iter().find(|w| w.kind == kind) {
+        if admission && (had.defaulting || had.validation) {
+            bail!(
+                "{kind} has admission webhooks already (src/webhook/{module}.rs): add to them \
+                 by hand; nothing was changed"
+            );
+        }
+        if request.conversion && had.conversion {
+            bail!("{kind} has its conversion webhook already; nothing was changed");
+        }
+    }
+    if request.conversion && !project.versions.iter().any(|v| v.name == kind) {
+        bail!(
+            "{kind} has one version, so there is nothing to convert: add another with \
+             `cargo kubeward create api --version v1beta1 --kind {kind}` first; nothing was \
+             changed"
+        );
     }
     let values = [("kind", kind), ("module", module.as_str())];
     let t = |template: &str| render(template, &values);
@@ -74,13 +84,23 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
     code.push_str("}\n");
 
     let first = !project.has_webhooks();
-    project.webhooks.push(Webhook {
-        kind: kind.to_owned(),
-        defaulting: request.defaulting,
-        validation: request.validation,
-    });
+    match project.webhooks.iter_mut().find(|w| w.kind == kind) {
+        Some(had) => {
+            had.defaulting |= request.defaulting;
+            had.validation |= request.validation;
+            had.conversion |= request.conversion;
+        }
+        None => project.webhooks.push(Webhook {
+            kind: kind.to_owned(),
+            defaulting: request.defaulting,
+            validation: request.validation,
+            conversion: request.conversion,
+        }),
+    }
     let mut plan = Plan::new(root);
-    plan.create(format!("src/webhook/{module}.rs"), code);
+    if admission {
+        plan.create(format!("src/webhook/{module}.rs"), code);
+    }
     plan.replace(project::FILE, project.render());
     plan.replace("src/lib.rs", registry::lib_rs(&project));
     plan.replace(

@@ -12,13 +12,14 @@ use tokio::time::Instant;
 use super::{cargo, target_dir, workspace};
 use crate::chart::{documents, helm, path_str};
 
-/// What the author types, in order: the project, two kinds, a controller of an existing kind,
-/// and webhooks.
+/// What the author types after `init`, in order: two kinds, a second version of the first, a
+/// controller of an existing kind, and webhooks (admission and conversion).
 const COMMANDS: &[&str] = &[
     "create api --version v1alpha1 --kind Memo",
     "create api --version v1 --kind Note",
+    "create api --version v1beta1 --kind Memo",
     "create api --group apps --version v1 --kind Deployment --resource=false --controller",
-    "create webhook --kind Memo --defaulting --validation",
+    "create webhook --kind Memo --defaulting --validation --conversion",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,7 +35,14 @@ async fn a_generated_operator_builds_passes_its_tests_and_makes_its_sample_ready
     cargo(&ws, &["build", "--quiet", "-p", "cargo-kubeward"], &[]).await?;
     let tool = target_dir()?.join("debug/cargo-kubeward");
     let framework = ws.join("framework");
-    let init = ["kubeward", "init", "memo-operator", "--group", "example.com", "--path"];
+    let init = [
+        "kubeward",
+        "init",
+        "memo-operator",
+        "--group",
+        "example.com",
+        "--path",
+    ];
     run(&tool, dir.path(), &init, Some(&framework)).await?;
     let root = dir.path().join("memo-operator");
     for command in COMMANDS {
@@ -71,14 +79,29 @@ async fn a_generated_operator_builds_passes_its_tests_and_makes_its_sample_ready
         .filter_map(|d| d["metadata"]["name"].as_str())
         .collect();
     assert_eq!(crds, ["memos.example.com", "notes.example.com"]);
-    for kind in ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"] {
+    let memos = rendered
+        .iter()
+        .find(|d| d["metadata"]["name"].as_str() == Some("memos.example.com"));
+    let memos = memos.ok_or_else(|| anyhow::anyhow!("no CRD memos.example.com"))?;
+    assert_eq!(
+        memos["spec"]["conversion"]["strategy"].as_str(),
+        Some("Webhook"),
+        "the Memo CRD's two versions are converted by the chart's webhook Service"
+    );
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
         assert!(
             rendered.iter().any(|d| d["kind"].as_str() == Some(kind)),
             "create webhook turned the chart's webhooks on, but no {kind} was rendered"
         );
     }
     let rules = std::fs::read_to_string(root.join("charts/memo-operator/files/rbac-rules.yaml"))?;
-    assert!(rules.contains("deployments") && rules.contains("memos/status"), "{rules}");
+    assert!(
+        rules.contains("deployments") && rules.contains("memos/status"),
+        "{rules}"
+    );
 
     step("the operator on the control plane, the Note sample Ready");
     let crd_yaml = std::fs::read_to_string(root.join("charts/memo-operator/files/crd.yaml"))?;
@@ -102,18 +125,18 @@ async fn a_generated_operator_builds_passes_its_tests_and_makes_its_sample_ready
             .any(|c| c["type"] == "Ready" && c["status"] == "True")
             .then_some(())
     };
-    wait_for(Duration::from_secs(60), "the sample Note note-sample to be Ready", ready).await?;
+    wait_for(
+        Duration::from_secs(60),
+        "the sample Note note-sample to be Ready",
+        ready,
+    )
+    .await?;
     step("done");
     Ok(())
 }
 
 /// Runs `program args` in `dir` (with `path` as a last argument), failing with its output.
-async fn run(
-    program: &Path,
-    dir: &Path,
-    args: &[&str],
-    path: Option<&Path>,
-) -> anyhow::Result<()> {
+async fn run(program: &Path, dir: &Path, args: &[&str], path: Option<&Path>) -> anyhow::Result<()> {
     let mut command = tokio::process::Command::new(program);
     command.args(args).current_dir(dir).env_remove("KUBECONFIG");
     if let Some(path) = path {
