@@ -213,10 +213,7 @@ fn create_webhook_turns_on_the_feature_and_the_chart_values() -> anyhow::Result<
     );
     assert!(files["tests/integration/main.rs"].contains("\"--webhook-port\", \"0\""));
     let error = cargo_kubeward(&root, "create webhook --kind Memo --conversion").unwrap_err();
-    assert!(
-        error.to_string().contains("nothing to convert"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("nothing to convert"), "{error}");
     Ok(())
 }
 
@@ -301,6 +298,8 @@ fn the_book_page_shows_the_files_the_tool_generates() -> anyhow::Result<()> {
         &root,
         "create webhook --kind Memo --defaulting --validation",
     )?;
+    cargo_kubeward(&root, "create api --version v1beta1 --kind Memo")?;
+    cargo_kubeward(&root, "create webhook --kind Memo --conversion")?;
     let files = snapshot(&root);
 
     let mut lines = page.lines();
