@@ -53,8 +53,10 @@ async fn a_generated_operator_builds_passes_its_tests_and_makes_its_sample_ready
     }
     std::fs::copy(ws.join("Cargo.lock"), root.join("Cargo.lock"))?;
 
-    step("cargo fmt --check");
+    step("cargo fmt --check, cargo clippy");
     cargo(&root, &["fmt", "--check"], &[]).await?;
+    let clippy = ["clippy", "--all-targets", "--", "-D", "warnings"];
+    cargo(&root, &clippy, &[]).await?;
     step("cargo test --no-run (builds the operator and its tests)");
     cargo(&root, &["test", "--no-run"], &[]).await?;
     step("cargo test, on the shared control plane");
