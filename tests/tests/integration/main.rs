@@ -8,6 +8,7 @@ mod conversion;
 mod derive;
 mod events;
 mod fake;
+mod generator;
 mod informer;
 mod kubectl;
 mod leader;

@@ -68,7 +68,7 @@ pub(crate) async fn run(
     }
 }
 
-async fn helm(args: &[&str]) -> anyhow::Result<String> {
+pub(crate) async fn helm(args: &[&str]) -> anyhow::Result<String> {
     run("helm", args, None).await
 }
 
@@ -92,7 +92,7 @@ pub(crate) fn path_str(path: &Path) -> anyhow::Result<&str> {
 }
 
 /// The non-empty documents of a multi-document YAML stream.
-fn documents(yaml: &str) -> anyhow::Result<Vec<Value>> {
+pub(crate) fn documents(yaml: &str) -> anyhow::Result<Vec<Value>> {
     let mut docs = Vec::new();
     for document in serde_norway::Deserializer::from_str(yaml) {
         let value = serde::Deserialize::deserialize(document)?;

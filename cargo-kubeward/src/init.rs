@@ -1,0 +1,221 @@
+//! `cargo kubeward init NAME --group GROUP`: a new operator project.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use crate::plan::Plan;
+use crate::project::{self, Project};
+use crate::registry;
+use crate::template::render;
+
+/// The chart's files, kept in `templates/init/chart/`.
+const CHART: &[(&str, &str)] = &[
+    (
+        "Chart.yaml",
+        include_str!("../templates/init/chart/Chart.yaml"),
+    ),
+    (
+        "values.yaml",
+        include_str!("../templates/init/chart/values.yaml"),
+    ),
+    (
+        "values.schema.json",
+        include_str!("../templates/init/chart/values.schema.json"),
+    ),
+    (
+        "ci/all-on-values.yaml",
+        include_str!("../templates/init/chart/ci/all-on-values.yaml"),
+    ),
+    (
+        "files/crd.yaml",
+        include_str!("../templates/init/chart/files/crd.yaml"),
+    ),
+    (
+        "files/rbac-rules.yaml",
+        include_str!("../templates/init/chart/files/rbac-rules.yaml"),
+    ),
+    (
+        "templates/NOTES.txt",
+        include_str!("../templates/init/chart/templates/NOTES.txt"),
+    ),
+    (
+        "templates/_helpers.tpl",
+        include_str!("../templates/init/chart/templates/_helpers.tpl"),
+    ),
+    (
+        "templates/clusterrole.yaml",
+        include_str!("../templates/init/chart/templates/clusterrole.yaml"),
+    ),
+    (
+        "templates/clusterrolebinding.yaml",
+        include_str!("../templates/init/chart/templates/clusterrolebinding.yaml"),
+    ),
+    (
+        "templates/crd.yaml",
+        include_str!("../templates/init/chart/templates/crd.yaml"),
+    ),
+    (
+        "templates/deployment.yaml",
+        include_str!("../templates/init/chart/templates/deployment.yaml"),
+    ),
+    (
+        "templates/leader-election-rbac.yaml",
+        include_str!("../templates/init/chart/templates/leader-election-rbac.yaml"),
+    ),
+    (
+        "templates/metrics-auth-rbac.yaml",
+        include_str!("../templates/init/chart/templates/metrics-auth-rbac.yaml"),
+    ),
+    (
+        "templates/networkpolicy.yaml",
+        include_str!("../templates/init/chart/templates/networkpolicy.yaml"),
+    ),
+    (
+        "templates/poddisruptionbudget.yaml",
+        include_str!("../templates/init/chart/templates/poddisruptionbudget.yaml"),
+    ),
+    (
+        "templates/roles.yaml",
+        include_str!("../templates/init/chart/templates/roles.yaml"),
+    ),
+    (
+        "templates/service.yaml",
+        include_str!("../templates/init/chart/templates/service.yaml"),
+    ),
+    (
+        "templates/serviceaccount.yaml",
+        include_str!("../templates/init/chart/templates/serviceaccount.yaml"),
+    ),
+    (
+        "templates/servicemonitor.yaml",
+        include_str!("../templates/init/chart/templates/servicemonitor.yaml"),
+    ),
+    (
+        "templates/webhook-certificate.yaml",
+        include_str!("../templates/init/chart/templates/webhook-certificate.yaml"),
+    ),
+    (
+        "templates/webhook-configurations.yaml",
+        include_str!("../templates/init/chart/templates/webhook-configurations.yaml"),
+    ),
+    (
+        "templates/webhook-self-signed-rbac.yaml",
+        include_str!("../templates/init/chart/templates/webhook-self-signed-rbac.yaml"),
+    ),
+    (
+        "templates/webhook-service.yaml",
+        include_str!("../templates/init/chart/templates/webhook-service.yaml"),
+    ),
+];
+
+/// The project's other files, kept in `templates/init/`.
+const FILES: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../templates/init/Cargo.toml")),
+    ("README.md", include_str!("../templates/init/README.md")),
+    ("Dockerfile", include_str!("../templates/init/Dockerfile")),
+    (
+        ".dockerignore",
+        include_str!("../templates/init/dockerignore"),
+    ),
+    (".gitignore", include_str!("../templates/init/gitignore")),
+    ("src/main.rs", include_str!("../templates/init/src/main.rs")),
+    (
+        "examples/control_plane.rs",
+        include_str!("../templates/init/examples/control_plane.rs"),
+    ),
+    ("scripts/ci", include_str!("../templates/init/scripts/ci")),
+];
+
+/// The released kubeward the project depends on, unless `--path` names a clone.
+const KUBEWARD_VERSION: &str = "0.1";
+
+/// The plan of `init`: `name` in `cwd`, for `group`, with kubeward from `framework` (the
+/// `framework/` folder of a kubeward clone) or the released crates.
+///
+/// # Errors
+/// A name or group Kubernetes or cargo would refuse, a folder `name` that exists already, or a
+/// `framework` folder without kubeward.
+pub(crate) fn plan(
+    cwd: &Path,
+    name: &str,
+    group: &str,
+    framework: Option<&Path>,
+) -> anyhow::Result<Plan> {
+    if !crate::names::is_project_name(name) {
+        bail!(
+            "{name:?} cannot name a project: use lower-case letters, digits and `-`, starting with a letter"
+        );
+    }
+    if !crate::names::is_group(group) {
+        bail!("{group:?} is not an API group: use a lower-case DNS name such as example.com");
+    }
+    let root = cwd.join(name);
+    if root.exists() {
+        bail!(
+            "{} exists already: `cargo kubeward init` makes a new folder and changes nothing in \
+             an existing one",
+            root.display()
+        );
+    }
+    let (kubeward, kubeward_testing) = match framework {
+        None => (
+            format!("kubeward = \"{KUBEWARD_VERSION}\""),
+            format!("kubeward = {{ version = \"{KUBEWARD_VERSION}\", features = [\"testing\"] }}"),
+        ),
+        Some(path) => {
+            let path = absolute(cwd, path)?;
+            let path = path.display();
+            (
+                format!("kubeward = {{ path = \"{path}\", version = \"0.1.0\" }}"),
+                format!(
+                    "kubeward = {{ path = \"{path}\", version = \"0.1.0\", features = [\"testing\"] }}"
+                ),
+            )
+        }
+    };
+    let project = Project {
+        name: name.to_owned(),
+        group: group.to_owned(),
+        ..Project::default()
+    };
+    let crate_name = project.crate_name();
+    let values = [
+        ("name", name),
+        ("crate", crate_name.as_str()),
+        ("group", group),
+        ("kubeward", kubeward.as_str()),
+        ("kubeward_testing", kubeward_testing.as_str()),
+    ];
+    let mut plan = Plan::new(root);
+    plan.create(project::FILE, project.render());
+    for (path, template) in FILES {
+        plan.create(*path, render(template, &values));
+    }
+    plan.create("src/lib.rs", registry::lib_rs(&project));
+    plan.create(
+        "tests/integration/main.rs",
+        registry::tests_main_rs(&project),
+    );
+    let chart = PathBuf::from("charts").join(name);
+    for (path, template) in CHART {
+        plan.create(chart.join(path), render(template, &values));
+    }
+    Ok(plan)
+}
+
+/// `path` made absolute against `cwd`, checked to be kubeward's `framework/` folder.
+fn absolute(cwd: &Path, path: &Path) -> anyhow::Result<PathBuf> {
+    let path = cwd.join(path);
+    let path = path
+        .canonicalize()
+        .with_context(|| format!("--path {}", path.display()))?;
+    let manifest = std::fs::read_to_string(path.join("Cargo.toml")).unwrap_or_default();
+    if !manifest.lines().any(|l| l.trim() == "name = \"kubeward\"") {
+        bail!(
+            "--path {} is not kubeward's framework folder (its Cargo.toml names no package kubeward)",
+            path.display()
+        );
+    }
+    Ok(path)
+}

@@ -1,0 +1,29 @@
+//! The `@@kind@@` custom resource (`@@group@@/@@version@@`): what it asks for and what the
+//! operator reports. After changing it, `cargo run -- manifests` rewrites the chart's CRD.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeward::prelude::*;
+
+use crate::controller::@@module@@::@@kind@@Reconciler;
+
+/// Asks for a ConfigMap holding `content`.
+#[derive(CustomResource, Controller, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(group = "@@group@@", version = "@@version@@", kind = "@@kind@@", namespaced)]
+#[kube(status = "@@kind@@Status")]
+#[kube(printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#)]
+#[controller(reconciler = @@kind@@Reconciler, owns(ConfigMap), finalizer = "@@group@@/@@kebab@@-cleanup")]
+#[controller(predicate = Predicate::generation_changed())]
+pub struct @@kind@@Spec {
+    /// What the ConfigMap's `content` key holds.
+    pub content: String,
+}
+
+/// What the operator observed and did.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct @@kind@@Status {
+    /// The generation the status describes.
+    pub observed_generation: Option<i64>,
+    /// `Ready` once the ConfigMap holds the spec's content.
+    pub conditions: Conditions,
+}
