@@ -57,13 +57,13 @@ impl Reconciler<ConfigMapGenerator> for Generator {
             tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
         }
         let name = format!("{}-generated", cmg.name_any());
-        let mut cm: ConfigMap = named(&name);
+        let mut cm = ConfigMap::named(&name);
         cm.data = Some([("content".to_owned(), cmg.spec.content.clone())].into());
         ctx.apply(&cmg, cm).await?;
         // ANCHOR: event
         let mut status = cmg.status.clone().unwrap_or_default();
         let message = format!("ConfigMap {name} holds the content");
-        let ready = condition("Ready", true, "Generated", message);
+        let ready = Condition::new("Ready", true, "Generated", message);
         status.conditions.set(ready);
         if ctx.patch_status(&cmg, &status).await?.changed() {
             let generation = cmg.metadata.generation.unwrap_or_default();

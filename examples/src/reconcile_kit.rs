@@ -55,7 +55,7 @@ impl Reconciler<Site> for Publisher {
         ctx.prune::<ConfigMap>(&site, &keep).await?; // pages removed from the spec
 
         let mut status = site.status.clone().unwrap_or_default();
-        let mut ready = condition("Ready", true, "Published", format!("{} pages", keep.len()));
+        let mut ready = Condition::new("Ready", true, "Published", format!("{} pages", keep.len()));
         ready.observed_generation = site.metadata.generation;
         status.conditions.set(ready);
         ctx.patch_status(&site, &status).await?; // no request if unchanged

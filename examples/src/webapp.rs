@@ -60,7 +60,7 @@ impl Reconciler<WebApp> for WebApps {
         }
         let ready = deployment.status.clone().and_then(|s| s.available_replicas);
         let note = format!("{} of {replicas} replicas available", ready.unwrap_or(0));
-        let available = condition("Available", ready >= Some(replicas), "Replicas", note);
+        let available = Condition::new("Available", ready >= Some(replicas), "Replicas", note);
         status.replicas = replicas;
         status.conditions.set(available);
         ctx.patch_status(&app, &status).await?;

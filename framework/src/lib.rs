@@ -124,7 +124,7 @@ pub mod prelude {
     };
     pub use crate::manager::Manager;
     pub use crate::reconcile::{
-        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, condition, named,
+        Condition, ConditionStatus, Conditions, IgnoreNotFound as _, Named as _, NewCondition as _,
     };
     pub use kube::{CustomResource, ResourceExt as _};
     pub use kubeward_macros::Controller;

@@ -19,7 +19,7 @@ impl Reconciler<@@kind@@> for @@kind@@Reconciler {
         // Server-side apply of the owned object: owner reference, field manager, no write when
         // nothing changed.
         let name = format!("{}-@@kebab@@", object.name_any());
-        let mut config_map: ConfigMap = named(&name);
+        let mut config_map = ConfigMap::named(&name);
         config_map.data = Some([("content".to_owned(), object.spec.content.clone())].into());
         ctx.apply(&object, config_map).await?;
 
@@ -27,7 +27,7 @@ impl Reconciler<@@kind@@> for @@kind@@Reconciler {
         let message = format!("ConfigMap {name} holds the content");
         status
             .conditions
-            .set(condition("Ready", true, "Applied", message));
+            .set(Condition::new("Ready", true, "Applied", message));
         if ctx.patch_status(&object, &status).await?.changed() {
             ctx.event(&object)
                 .normal("Applied", format!("applied ConfigMap {name}"));

@@ -42,25 +42,38 @@ impl fmt::Display for ConditionStatus {
     }
 }
 
-/// A condition of `type_` with `status`, `reason` (`CamelCase`) and `message`, stamped now.
-///
-/// [`Conditions::set`] keeps the stamp of an existing condition whose status stays the same.
-/// Its `observed_generation` is left open: [`Context::patch_status`](crate::controller::Context::patch_status)
-/// fills it with the generation of the object it writes (set it yourself to say otherwise).
-#[must_use]
-pub fn condition(
-    type_: &str,
-    status: impl Into<ConditionStatus>,
-    reason: &str,
-    message: impl Into<String>,
-) -> Condition {
-    Condition {
-        type_: type_.to_owned(),
-        status: status.into().as_str().to_owned(),
-        reason: reason.to_owned(),
-        message: message.into(),
-        observed_generation: None,
-        last_transition_time: now(),
+/// Makes k8s-openapi's [`Condition`] the way a reconcile reports one: `Condition::new(...)`
+/// (the prelude brings it into scope).
+pub trait NewCondition {
+    /// A condition of `type_` with `status`, `reason` (`CamelCase`) and `message`, stamped now.
+    ///
+    /// [`Conditions::set`] keeps the stamp of an existing condition whose status stays the same.
+    /// Its `observed_generation` is left open: [`Context::patch_status`](crate::controller::Context::patch_status)
+    /// fills it with the generation of the object it writes (set it yourself to say otherwise).
+    #[must_use]
+    fn new(
+        type_: &str,
+        status: impl Into<ConditionStatus>,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Self;
+}
+
+impl NewCondition for Condition {
+    fn new(
+        type_: &str,
+        status: impl Into<ConditionStatus>,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        Condition {
+            type_: type_.to_owned(),
+            status: status.into().as_str().to_owned(),
+            reason: reason.to_owned(),
+            message: message.into(),
+            observed_generation: None,
+            last_transition_time: now(),
+        }
     }
 }
 
@@ -231,7 +244,7 @@ mod tests {
     fn stamped(type_: &str, status: ConditionStatus, reason: &str, second: i64) -> Condition {
         Condition {
             last_transition_time: at(second),
-            ..condition(type_, status, reason, "")
+            ..Condition::new(type_, status, reason, "")
         }
     }
 
@@ -292,7 +305,7 @@ mod tests {
     #[test]
     fn unknown_is_neither_true_nor_false() {
         let mut list = Conditions::default();
-        list.set(condition(
+        list.set(Condition::new(
             "Ready",
             ConditionStatus::Unknown,
             "Pending",

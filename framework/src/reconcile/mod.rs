@@ -33,11 +33,11 @@
 //!   resource, group and namespace the controller's RBAC lacks.
 //!
 //! ```
-//! use kubeward::reconcile::{ConditionStatus, Conditions, condition};
+//! use kubeward::reconcile::{Condition, ConditionStatus, Conditions, NewCondition as _};
 //!
 //! let mut conditions = Conditions::default();
-//! assert!(conditions.set(condition("Ready", ConditionStatus::False, "Starting", "")));
-//! assert!(conditions.set(condition("Ready", true, "Applied", "ConfigMap up to date")));
+//! assert!(conditions.set(Condition::new("Ready", ConditionStatus::False, "Starting", "")));
+//! assert!(conditions.set(Condition::new("Ready", true, "Applied", "ConfigMap up to date")));
 //! assert!(conditions.is_true("Ready"));
 //! ```
 
@@ -52,10 +52,10 @@ mod schema;
 mod status;
 mod written;
 
-pub use conditions::{ConditionStatus, Conditions, condition};
+pub use conditions::{ConditionStatus, Conditions, NewCondition};
 pub use error::Error;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-pub use named::named;
+pub use named::Named;
 pub use not_found::IgnoreNotFound;
 pub use written::{Operation, Written};
 

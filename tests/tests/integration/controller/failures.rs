@@ -10,7 +10,7 @@ use kube::{Api, CustomResource, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
-use kubeward::reconcile::{Condition, Conditions, condition};
+use kubeward::reconcile::{Condition, Conditions, NewCondition as _};
 use kubeward::testing::{ControlPlane, events_about, install_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
@@ -77,7 +77,7 @@ impl Reconciler<Namer> for Creator {
             .as_ref()
             .is_some_and(|s| s.conditions.is_true("Ready"));
         if !ready {
-            let mut ready = condition("Ready", true, "Created", "the ConfigMap exists");
+            let mut ready = Condition::new("Ready", true, "Created", "the ConfigMap exists");
             ready.observed_generation = namer.metadata.generation;
             let patch = json!({ "status": { "conditions": [ready] } });
             let namers: Api<Namer> = Api::namespaced(ctx.client(), &ns);

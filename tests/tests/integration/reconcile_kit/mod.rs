@@ -17,7 +17,7 @@ use kube::{Api, Client, CustomResource, ResourceExt};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::manager::{Config, Manager};
-use kubeward::reconcile::{ConditionStatus, Conditions, Operation, condition};
+use kubeward::reconcile::{Condition, ConditionStatus, Conditions, NewCondition as _, Operation};
 use kubeward::testing::{ControlPlane, install_crd, wait_for};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
@@ -120,7 +120,7 @@ impl Kit {
         status.observed_generation = bundle.metadata.generation;
         // An empty message for no children: `metav1.Condition` allows it, and it must survive
         // the status write.
-        let mut ready = condition("Ready", ConditionStatus::True, "Applied", names.join(", "));
+        let mut ready = Condition::new("Ready", ConditionStatus::True, "Applied", names.join(", "));
         ready.observed_generation = bundle.metadata.generation;
         status.conditions.set(ready);
         let wrote_status = ctx.patch_status(bundle, &status).await?.changed();
