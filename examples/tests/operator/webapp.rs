@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeward::crd::Definition as _;
+use kubeward::informer::CacheScope;
 use kubeward::manager::{Config, Manager};
 use kubeward::reconcile::Condition;
 use kubeward::testing::{ControlPlane, events_about, install_definition, wait_for};
@@ -62,7 +63,10 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     let cp = ControlPlane::shared().await?;
     install_definition::<WebApp>(cp.client()).await?;
     let ns = cp.create_namespace("webapp").await?;
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(
+        cp.client(),
+        Config::default().cache(CacheScope::default().namespaces([ns.clone()])),
+    );
     manager.add(WebApp::controller(WebApps));
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());

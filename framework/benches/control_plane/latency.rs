@@ -18,6 +18,7 @@ use kube::runtime::controller::{
 };
 use kube::runtime::watcher;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
+use kubeward::informer::CacheScope;
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::ControlPlane;
 use parking_lot::Mutex;
@@ -122,7 +123,10 @@ async fn kubeward(cp: &ControlPlane) -> anyhow::Result<Vec<Duration>> {
     let arrivals = Arc::new(Arrivals::default());
     let starts = starts();
     let client = stamp::client(cp.client(), Arc::clone(&arrivals));
-    let manager = Manager::new(client, Config::default().namespace(Some(NS.into())));
+    let manager = Manager::new(
+        client,
+        Config::default().cache(CacheScope::default().namespaces([NS])),
+    );
     manager.add(Controller::new(Recorder(Arc::clone(&starts))).concurrency(1));
     let stop = manager.shutdown_token();
     let running = tokio::spawn(manager.run());

@@ -18,6 +18,7 @@ use kube::runtime::controller::{
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
+use kubeward::informer::CacheScope;
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::{ControlPlane, wait_for};
 
@@ -91,7 +92,7 @@ async fn kubeward(cp: &ControlPlane, n: usize) -> anyhow::Result<Cost> {
     let count = Arc::new(AtomicUsize::new(0));
     let manager = Manager::new(
         cp.client(),
-        Config::default().namespace(Some(SMALL_NS.into())),
+        Config::default().cache(CacheScope::default().namespaces([SMALL_NS])),
     );
     for i in 0..n {
         manager.add(Controller::new(Noop(Arc::clone(&count))).name(format!("noop-{i}")));

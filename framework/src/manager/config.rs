@@ -249,16 +249,6 @@ impl Config {
         self
     }
 
-    /// Watch only this namespace (`None`: all namespaces): a [`CacheScope`] of one namespace,
-    /// keeping the selectors set with [`Self::cache`].
-    #[must_use]
-    pub fn namespace(mut self, namespace: Option<String>) -> Self {
-        self.cache = CacheScope::default()
-            .namespaces(namespace)
-            .with_selectors_of(&self.cache);
-        self
-    }
-
     /// What controllers cache: a set of namespaces (all by default) and label and field
     /// selectors per kind. [`Manager::run`](super::Manager::run) checks the selectors before it
     /// starts anything, and warns of a watched namespace that does not exist (yet).

@@ -1,5 +1,6 @@
 //! The event recorder on the control plane: valid names, aggregation, new notes, failures, RBAC.
 
+use crate::fixtures::watching;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
@@ -11,7 +12,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use kubeward::events::Recorder;
-use kubeward::manager::{Config as ManagerConfig, Manager};
+use kubeward::manager::Manager;
 use kubeward::metrics::Metrics;
 use kubeward::rbac::Rules;
 use kubeward::testing::{ControlPlane, events_about, install_definition, wait_for};
@@ -353,10 +354,7 @@ async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Resul
     let cp = ControlPlane::shared().await?;
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("events").await?;
-    let manager = Manager::new(
-        cp.client(),
-        ManagerConfig::default().namespace(Some(ns.clone())),
-    );
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(controller_without_macro());
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());

@@ -2,12 +2,13 @@
 //! lists Ready and Reason columns, and finds the kind by its category; and on the example
 //! operator, `kubectl wait`, `get` and `describe` show why a failing object is not Ready.
 
+use crate::fixtures::watching;
 use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource};
 use kubeward::Controller;
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::{ControlPlane, NoopReconciler, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
@@ -173,7 +174,7 @@ async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_r
     let cp = ControlPlane::shared().await?;
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("kubectl-wait").await?;
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(ConfigMapGenerator::controller(Generator));
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());

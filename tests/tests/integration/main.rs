@@ -8,6 +8,7 @@ mod conversion;
 mod derive;
 mod events;
 mod fake;
+mod fixtures;
 mod generator;
 mod informer;
 mod kubectl;

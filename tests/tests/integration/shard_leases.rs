@@ -1,6 +1,7 @@
 //! The sharder tends its ring's shard Leases on the real control plane: a crashed shard's Lease
 //! expires, is taken over (the shard is dead) and later deleted, and the ring view shows it.
 
+use crate::fixtures::watching;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use kube::api::{ApiResource, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::Controller;
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, ShardState, ring_view};
 use kubeward::testing::{ControlPlane, NoopReconciler, wait_for};
 
@@ -61,8 +62,7 @@ fn start_live_shard(
         .lease_duration(Duration::from_secs(3))
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
+    let config = watching(ns.to_owned())
         .leader_election(Some(LeaderElection::new(
             "sharder",
             Some(ns.to_owned()),

@@ -2,6 +2,7 @@
 //! `DynamicObject`s by the example's labelling controller under a Manager, namespaced and
 //! cluster-scoped; an unknown kind is a clear error.
 
+use crate::fixtures::watching;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject};
 use kube::discovery::ApiCapabilities;
@@ -94,10 +95,7 @@ async fn a_controller_over_a_kind_discovered_at_run_time_reconciles_each_of_its_
     assert_eq!(doodads.plural, "doodads", "the plural comes from discovery");
     let ns = cp.create_namespace("dynamic").await?;
 
-    let manager = Manager::new(
-        client.clone(),
-        Config::default().namespace(Some(ns.clone())),
-    );
+    let manager = Manager::new(client.clone(), watching(ns.clone()));
     manager.add(controller(&doodads, &doodad_caps));
     manager.add(controller(&globals, &global_caps));
     let (token, run) = start(manager);

@@ -1,5 +1,6 @@
 //! Keys from outside the informers (`Controller::reconcile_on`) reach the reconciler.
 
+use crate::fixtures::watching;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::{ControlPlane, wait_for};
 use parking_lot::Mutex;
 
@@ -46,7 +47,7 @@ async fn keys_sent_on_a_stream_are_reconciled_and_unknown_ones_skipped() -> anyh
 
     let log = Log::default();
     let (keys, stream) = futures::channel::mpsc::unbounded();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(
         Controller::new(log.clone())
             .name("external")

@@ -1,6 +1,7 @@
 //! A reconcile that fails again and again leaves a bounded number of Event objects behind: the
 //! repeats of one failure are counted in one Event.
 
+use crate::fixtures::watching;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -9,7 +10,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, events_about, wait_for};
 
@@ -62,7 +63,7 @@ async fn a_failure_loop_writes_one_event_whose_count_rises() -> anyhow::Result<(
             Duration::from_millis(20),
             Duration::from_millis(20),
         ));
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(controller);
     let (token, run) = start(manager);
 

@@ -1,5 +1,6 @@
 //! A failed reconcile on the control plane: it reaches the object, and a 422 is not retried.
 
+use crate::fixtures::watching;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::reconcile::{Condition, Conditions, NewCondition as _};
 use kubeward::testing::{ControlPlane, events_about, install_crd, wait_for};
@@ -118,7 +119,7 @@ async fn an_invalid_object_gets_ready_false_and_an_event_is_not_retried_and_reco
         .await?;
 
     let creator = Creator::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     // Zero backoff: a retry, if the controller made one, would be queued at once, ahead of any
     // key added later (one worker, first in first out). With the default limiter it would come
     // 5 ms later, and nothing observable could tell it was never coming.

@@ -1,5 +1,6 @@
 //! Controllers on the real control plane: the example operator end to end, and reconcile semantics.
 
+use crate::fixtures::watching;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, FakeApiServer, events_about, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, controller_without_macro, generated_name};
@@ -119,9 +120,7 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
     let ns = ns.to_owned();
     let manager = Manager::new(
         client.clone(),
-        Config::default()
-            .namespace(Some(ns.clone()))
-            .max_concurrent_reconciles(4),
+        watching(ns.clone()).max_concurrent_reconciles(4),
     );
     manager.add(controller_without_macro());
     let (token, run) = start(manager);
@@ -311,7 +310,7 @@ async fn a_key_is_never_reconciled_twice_at_once_under_a_flood_of_updates() -> a
     create_configmaps(&api, (0..20).map(|i| format!("cm-{i}"))).await?;
 
     let recording = Recording::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(
         Controller::new(recording.clone())
             .name("flood")
@@ -444,7 +443,7 @@ async fn failures_back_off_terminal_errors_stop_and_panics_are_retried() -> anyh
     .await?;
 
     let troubled = Troubled::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     let base = Duration::from_millis(50);
     manager.add(
         Controller::new(troubled.clone())

@@ -1,6 +1,7 @@
 //! One reconcile per change: the example operator's own writes (finalizer, status, owned
 //! ConfigMap) do not reconcile its generators a second time.
 
+use crate::fixtures::watching;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Cleanup, Context, Controller, Predicate, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::by_hand::{FINALIZER, generated_name};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
@@ -88,7 +89,7 @@ async fn a_created_and_an_updated_generator_are_reconciled_once_each() -> anyhow
         .name("configmap-generator")
         .owns::<ConfigMap>()
         .predicate(Predicate::generation_changed());
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(controller);
     let (token, run) = start(manager);
 
@@ -198,7 +199,7 @@ async fn without_a_predicate_each_spec_change_is_one_reconcile_whether_it_writes
     let controller = Controller::with_finalizer(judged.clone(), FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(controller);
     let (token, run) = start(manager);
 

@@ -1,6 +1,7 @@
 //! `--leader-election-on-loss=standby`: a leader that loses the Lease keeps running and its
 //! caches, leads again later, and a replica that does not lead queues no work.
 
+use crate::fixtures::watching;
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, OnLeadershipLoss};
+use kubeward::manager::{LeaderElection, Manager, OnLeadershipLoss};
 use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 use kubeward_tests::metric_sum;
 use parking_lot::Mutex;
@@ -107,11 +108,9 @@ fn manager(
         .lease_duration(LEASE)
         .renew_deadline(RENEW_DEADLINE)
         .retry_period(RETRY);
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
-        .leader_election(Some(
-            LeaderElection::new(LEASE_NAME, Some(ns.to_owned()), timings).on_loss(on_loss),
-        ));
+    let config = watching(ns.to_owned()).leader_election(Some(
+        LeaderElection::new(LEASE_NAME, Some(ns.to_owned()), timings).on_loss(on_loss),
+    ));
     let manager = Manager::new(client, config);
     manager.add(Controller::<ConfigMap>::new(recorder.clone()).name(CONTROLLER));
     manager

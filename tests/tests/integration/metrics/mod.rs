@@ -8,6 +8,7 @@ mod prometheus;
 mod scrape;
 mod secure;
 
+use crate::fixtures::watching;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{BindAddress, LeaderElection, Manager, Shard};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
@@ -132,9 +133,7 @@ impl Running {
 /// A manager in namespace `ns` running the [`Scripted`] controller (two workers, 50 ms backoff).
 fn start_scripted(cp: &ControlPlane, ns: &str, scripted: &Scripted) -> anyhow::Result<Running> {
     let addr = free_addr()?;
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
-        .metrics_bind_address(BindAddress::On(addr));
+    let config = watching(ns.to_owned()).metrics_bind_address(BindAddress::On(addr));
     let manager = Manager::new(cp.client(), config);
     manager.add(
         Controller::new(scripted.clone())
@@ -506,8 +505,7 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
     let addr = free_addr()?;
     let webhook = Webhook::new()?;
-    let config = Config::default()
-        .namespace(Some(ns.clone()))
+    let config = watching(ns.clone())
         .metrics_bind_address(BindAddress::On(addr))
         .webhook(webhook.config())
         .leader_election(Some(LeaderElection::new(

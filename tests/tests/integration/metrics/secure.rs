@@ -3,6 +3,7 @@
 //! Prometheus scraping with a ServiceAccount token file, verifying a given certificate or (as
 //! kubebuilder's ServiceMonitor) skipping verification of a self-signed one.
 
+use crate::fixtures::watching;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::manager::{BindAddress, Config, Manager};
+use kubeward::manager::{BindAddress, Manager};
 use kubeward::testing::{ControlPlane, TcpProxy, free_addr, presents, wait_for};
 use kubeward::tls::Authority;
 
@@ -41,8 +42,7 @@ impl Secure {
             .issue(&["localhost", "127.0.0.1"])?
             .write_to(certs.path())?;
         let addr = free_addr()?;
-        let config = Config::default()
-            .namespace(Some(ns.to_owned()))
+        let config = watching(ns.to_owned())
             .metrics_bind_address(BindAddress::On(addr))
             .metrics_secure(true)
             .metrics_cert_dir(Some(certs.path().to_owned()));
@@ -230,8 +230,7 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
     let self_signed = Running::start(
         Manager::new(
             cp.client(),
-            Config::default()
-                .namespace(Some(ns.clone()))
+            watching(ns.clone())
                 .metrics_bind_address(BindAddress::On(self_signed_addr))
                 .metrics_secure(true),
         ),

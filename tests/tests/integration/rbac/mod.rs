@@ -6,6 +6,7 @@
 //! permission, wherever that error surfaces: a reconcile error, a cache that cannot list, an
 //! Event that cannot be recorded.
 
+use crate::fixtures::watching;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
@@ -146,7 +147,7 @@ async fn run_as(
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     let client = bind_service_account(cp, &ns, "operator", rules).await?;
-    let manager = Manager::new(client, Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(client, watching(ns.clone()));
     manager.add(ConfigMapGenerator::controller(Generator));
     Ok((ns, manager))
 }

@@ -4,6 +4,7 @@
 //! with `ctx.apply`, prunes the rest with `ctx.prune`, sets `Ready` and writes status with
 //! `ctx.patch_status`, and records what each reconcile did.
 
+use crate::fixtures::watching;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client, CustomResource, ResourceExt};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::reconcile::{Condition, ConditionStatus, Conditions, NewCondition as _, Operation};
 use kubeward::testing::{ControlPlane, install_crd, wait_for};
 use parking_lot::Mutex;
@@ -240,7 +241,7 @@ pub(crate) struct Running {
 impl Running {
     pub(crate) fn start(client: Client, ns: &str) -> Self {
         let kit = Kit::default();
-        let manager = Manager::new(client, Config::default().namespace(Some(ns.to_owned())));
+        let manager = Manager::new(client, watching(ns.to_owned()));
         manager.add(Controller::new(kit.clone()).owns::<ConfigMap>());
         let token = manager.shutdown_token();
         let run = tokio::spawn(manager.run());

@@ -1,6 +1,7 @@
 //! `ctx.get` and `ctx.list`: a kind the controller owns is read from its cache with no request
 //! to the API server; a kind nothing caches is read from the API server; both are counted.
 
+use crate::fixtures::watching;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::Patch;
 use kube::api::PatchParams;
@@ -100,7 +101,7 @@ async fn reads_of_an_owned_kind_come_from_the_cache_without_a_request_and_others
 
     let (client, _, reads) = counting_client(cp);
     let reader = Reader::default();
-    let manager = Manager::new(client, Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(client, watching(ns.clone()));
     let registry = manager.registry().clone();
     manager.add(
         Controller::new(reader.clone())

@@ -11,6 +11,7 @@ use kube::api::ListParams;
 use kube::{Api, Client, Resource, ResourceExt};
 use kubeward::cache::Store;
 use kubeward::controller::{Action, Context, Reconciler};
+use kubeward::informer::CacheScope;
 use kubeward::informer::Watchable;
 use kubeward::manager::{BindAddress, Config, Manager};
 use kubeward::testing::{free_addr, get};
@@ -112,7 +113,7 @@ pub(super) fn new_manager(
 ) -> kubeward::testing::Result<(Manager, SocketAddr)> {
     let probes = free_addr()?;
     let config = config
-        .namespace(Some(namespace.to_owned()))
+        .cache(CacheScope::default().namespaces([namespace.to_owned()]))
         .health_probe_bind_address(BindAddress::On(probes));
     Ok((Manager::new(client, config), probes))
 }

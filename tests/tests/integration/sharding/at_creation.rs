@@ -3,6 +3,7 @@
 //! new object carries its shard label in the create response itself; and a shard labels the
 //! owned objects it applies with their owner's shard.
 
+use crate::fixtures::watching;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use kube::core::admission::AdmissionRequest;
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{HashRing, RING_LABEL, Shards, object_key, shard_label};
 use kubeward::testing::{ControlPlane, free_addr, wait_for};
 use kubeward::webhook::{self, Admission, Defaulter, Verdict};
@@ -112,8 +113,7 @@ fn manager(client: Client, ns: &str, ring: &str, id: &str, port: u16) -> Manager
         .self_signed(true)
         .url(format!("https://127.0.0.1:{port}"))
         .configuration_name(ns);
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
+    let config = watching(ns.to_owned())
         .leader_election(Some(LeaderElection::new(
             format!("sharder-{ring}"),
             Some(ns.to_owned()),

@@ -2,6 +2,7 @@
 //! objects are never drained but move with their owner, and a cleanup that runs in the middle
 //! of a hand-over deletes every owned object, whichever shard label it still carries.
 
+use crate::fixtures::watching;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +17,7 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Cleanup, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{HashRing, drain_label, object_key, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_tests::metric_sum;
@@ -86,8 +87,7 @@ impl Replica {
             .lease_duration(Duration::from_secs(3))
             .renew_deadline(Duration::from_secs(2))
             .retry_period(Duration::from_millis(300));
-        let config = Config::default()
-            .namespace(Some(ns.to_owned()))
+        let config = watching(ns.to_owned())
             .leader_election(Some(LeaderElection::new(
                 "sharder",
                 Some(ns.to_owned()),

@@ -6,6 +6,7 @@ mod at_creation;
 mod handover;
 mod restart;
 
+use crate::fixtures::watching;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{drain_label, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_tests::metric_sum;
@@ -87,8 +88,7 @@ fn start(cp: &ControlPlane, ns: &str, shard: &str, ledger: &Ledger) -> Replica {
         .lease_duration(LEASE)
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
+    let config = watching(ns.to_owned())
         .leader_election(Some(LeaderElection::new(
             "sharder",
             Some(ns.to_owned()),

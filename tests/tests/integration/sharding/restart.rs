@@ -2,6 +2,7 @@
 //! the sharder took over its Lease leads once the takeover's term ends, and a shard that loses
 //! its Lease says so in its log line and its metrics.
 
+use crate::fixtures::watching;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::controller::Controller;
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{RING_LABEL, SHARDER_IDENTITY};
 use kubeward::testing::{ControlPlane, NoopReconciler, wait_for};
 use kubeward_tests::metric_sum;
@@ -36,8 +37,7 @@ fn start(client: Client, ns: &str, id: &str) -> Replica {
         .lease_duration(Duration::from_secs(3))
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = Config::default()
-        .namespace(Some(ns.to_owned()))
+    let config = watching(ns.to_owned())
         .leader_election(Some(LeaderElection::new(
             "sharder",
             Some(ns.to_owned()),

@@ -1,11 +1,12 @@
 //! `.owns_metadata::<C>()`: owned objects cached by their metadata still reconcile their owner.
 
+use crate::fixtures::watching;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Resource as _};
 use kubeward::controller::Controller;
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::ControlPlane;
 
 use super::{Running, Seen};
@@ -33,7 +34,7 @@ async fn a_change_to_an_owned_object_cached_as_metadata_reconciles_its_owner_and
         .await?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     let factory = manager.factory().clone();
     manager.add(
         Controller::new(seen.clone())

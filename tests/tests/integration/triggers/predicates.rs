@@ -1,9 +1,10 @@
 //! Predicates: an update the predicate rejects is never reconciled; one it accepts is.
 
+use crate::fixtures::watching;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kubeward::controller::{Controller, Predicate};
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::ControlPlane;
 
 use super::{Running, Seen, create, patch, relabel};
@@ -20,7 +21,7 @@ async fn an_update_the_predicate_rejects_is_never_reconciled_and_one_it_accepts_
     let y = create(&config_maps, "y").await?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(
         Controller::new(seen.clone())
             .name(CONTROLLER)

@@ -1,11 +1,12 @@
 //! `.watches::<W>(mapper)`: a change to a watched object reconciles exactly what the mapper names.
 
+use crate::fixtures::watching;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kubeward::cache::ObjectKey;
 use kubeward::controller::Controller;
-use kubeward::manager::{Config, Manager};
+use kubeward::manager::Manager;
 use kubeward::testing::ControlPlane;
 
 use super::{Running, Seen, create, relabel};
@@ -43,7 +44,7 @@ async fn a_change_to_a_watched_object_reconciles_exactly_the_objects_its_mapper_
         .map_err(|v| anyhow::anyhow!("three ConfigMaps, got {v:?}"))?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), Config::default().namespace(Some(ns.clone())));
+    let manager = Manager::new(cp.client(), watching(ns.clone()));
     manager.add(
         Controller::new(seen.clone())
             .name(CONTROLLER)
