@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::discovery::Scope;
 use kube::{Api, CustomResource, CustomResourceExt as _, ResourceExt as _};
@@ -13,7 +12,7 @@ use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::start;
+use super::{fake_for, start};
 use crate::controller::{Action, Cleanup, Context, Controller, Reconciler};
 use crate::testing::{FakeApiServer, events_about, wait_for};
 
@@ -103,10 +102,7 @@ fn has_finalizer(fake: &FakeApiServer, name: &str) -> Option<()> {
 
 #[tokio::test]
 async fn a_dynamic_controller_finalizes_cleans_up_reports_failures_and_owns_what_it_applies() {
-    let fake = FakeApiServer::new();
-    fake.register_crd::<Gizmo>();
-    fake.register::<Event>();
-    fake.register::<ConfigMap>();
+    let fake = fake_for::<Gizmo>();
     fake.seed(&gizmo("good", false)).expect("seed");
     fake.seed(&gizmo("bad", true)).expect("seed");
     let seen = Seen::default();

@@ -4,14 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Running, start};
+use super::{Running, fake_for, start};
 use crate::controller::failure::applies;
 use crate::controller::{self, Action, Cleanup, Context, Controller, ErrorAction, Reconciler};
 use crate::queue::rate_limiter::ExponentialBackoff;
 use crate::testing::fake::Verb;
 use crate::testing::{FakeApiServer, events_about, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResource, ResourceExt};
 use parking_lot::Mutex;
@@ -138,14 +137,6 @@ impl Reconciler<Widget> for Stubborn {
     }
 }
 
-fn fake() -> FakeApiServer {
-    let fake = FakeApiServer::new();
-    fake.register_crd::<Widget>();
-    fake.register::<ConfigMap>();
-    fake.register::<Event>();
-    fake
-}
-
 fn widget(name: &str, mode: &str) -> Widget {
     let mut w = Widget::new(name, WidgetSpec { mode: mode.into() });
     w.metadata.namespace = Some("default".into());
@@ -191,7 +182,7 @@ async fn queue_moved_past(fake: &FakeApiServer, widgets: &Widgets, name: &str) {
 
 #[tokio::test]
 async fn a_terminal_error_is_reconciled_once_reported_and_again_only_when_the_object_changes() {
-    let fake = fake();
+    let fake = fake_for::<Widget>();
     let widgets = Widgets::default();
     let bad = fake.seed(&widget("bad", "invalid")).expect("seed");
     let running = run(&fake, Controller::new(widgets.clone()));
@@ -266,7 +257,7 @@ async fn a_terminal_error_is_reconciled_once_reported_and_again_only_when_the_ob
 
 #[tokio::test]
 async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
-    let fake = fake();
+    let fake = fake_for::<Widget>();
     let widgets = Widgets::default();
     let racy = fake.seed(&widget("racy", "conflict")).expect("seed");
     let running = run(&fake, Controller::new(widgets.clone()));
@@ -303,7 +294,7 @@ async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
 
 #[tokio::test]
 async fn the_users_error_policy_overrides_the_default_one() {
-    let fake = fake();
+    let fake = fake_for::<Widget>();
     let stubborn = Stubborn::default();
     fake.seed(&widget("bad", "invalid")).expect("seed");
     let running = run(&fake, Controller::new(stubborn.clone()));
@@ -328,7 +319,7 @@ async fn the_users_error_policy_overrides_the_default_one() {
 
 #[tokio::test]
 async fn the_status_is_left_alone_when_reporting_on_it_is_off() {
-    let fake = fake();
+    let fake = fake_for::<Widget>();
     let widgets = Widgets::default();
     let bad = fake.seed(&widget("bad", "invalid")).expect("seed");
     let controller = Controller::new(widgets.clone()).report_errors_on_status(false);
@@ -354,7 +345,7 @@ async fn the_status_is_left_alone_when_reporting_on_it_is_off() {
 #[tokio::test]
 async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going_away() {
     const FINALIZER: &str = "test.kubeward.dev/cleanup";
-    let fake = fake();
+    let fake = fake_for::<Widget>();
     let widgets = Widgets::default();
     fake.seed(&widget("doomed", "ok")).expect("seed");
     let running = run(

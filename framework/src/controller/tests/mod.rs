@@ -25,6 +25,16 @@ struct Running<K> {
     registry: prometheus::Registry,
 }
 
+/// A fake API server serving the custom resource `K`, the ConfigMaps its controllers own and
+/// the Events they write.
+fn fake_for<K: kube::CustomResourceExt>() -> FakeApiServer {
+    let fake = FakeApiServer::new();
+    fake.register_crd::<K>();
+    fake.register::<k8s_openapi::api::core::v1::ConfigMap>();
+    fake.register::<k8s_openapi::api::events::v1::Event>();
+    fake
+}
+
 /// Binds `controller` to the fake's informers and runs it.
 fn start<K: Cacheable>(fake: &FakeApiServer, controller: Controller<K>) -> Running<K> {
     let registry = prometheus::Registry::new();

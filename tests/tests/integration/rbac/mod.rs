@@ -6,13 +6,11 @@
 //! permission, wherever that error surfaces: a reconcile error, a cache that cannot list, an
 //! Event that cannot be recorded.
 
+use crate::fixtures::until_allowed;
 use crate::fixtures::watching;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::{ObjectMeta, PostParams};
@@ -96,45 +94,8 @@ async fn bind_service_account(
         .create(&post, &binding)
         .await?;
     let client = cp.service_account_client(ns, name);
-    // The apiserver's RBAC authorizer learns of new bindings from its own informers: wait until
-    // every rule is in effect, so that a refusal can only come from a rule left out.
-    for rule in &rules {
-        wait_for(
-            Duration::from_secs(30),
-            &format!("the ServiceAccount's binding to allow {rule:?}"),
-            || async { allowed(&client, ns, rule).await.then_some(()) },
-        )
-        .await?;
-    }
+    until_allowed(&client, ns, &rules).await?;
     Ok(client)
-}
-
-/// Whether `client` may do the first verb of `rule` on its first group and resource in `ns`.
-async fn allowed(client: &Client, ns: &str, rule: &PolicyRule) -> bool {
-    let first = |v: &Option<Vec<String>>| v.as_ref().and_then(|v| v.first().cloned());
-    let resource = first(&rule.resources).unwrap_or_default();
-    let (resource, subresource) = match resource.split_once('/') {
-        Some((resource, sub)) => (resource.to_owned(), Some(sub.to_owned())),
-        None => (resource, None),
-    };
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                namespace: Some(ns.to_owned()),
-                group: first(&rule.api_groups),
-                resource: Some(resource),
-                subresource,
-                verb: rule.verbs.first().cloned(),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await;
-    answer.is_ok_and(|r| r.status.is_some_and(|s| s.allowed))
 }
 
 /// A namespace and a manager with the derived controller, whose client is a ServiceAccount bound

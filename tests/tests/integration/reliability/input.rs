@@ -7,13 +7,13 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kubeward::cache::ObjectKey;
-use kubeward::controller::Controller;
 use kubeward::manager::Config;
 use kubeward::testing::ControlPlane;
 use tokio::time::Instant;
 
 use super::summary::Row;
-use super::witness::{Operator, Witness, check, new_manager};
+use super::witness::check;
+use super::witnessed::{Witnessed, start_witnessed};
 use super::writer::Writer;
 
 /// The most a ConfigMap may hold: keys and values together, 1 MiB.
@@ -36,18 +36,12 @@ pub(super) async fn unusual_objects(cp: &ControlPlane) -> anyhow::Result<Vec<Row
         .try_collect::<Vec<_>>()
         .await?;
 
-    let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
-    let cache = manager
-        .factory()
-        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
-        .store();
-    manager.add(
-        Controller::<ConfigMap>::new(witness.clone())
-            .name("input")
-            .concurrency(2),
-    );
-    let operator = Operator::start(manager, probes);
+    let Witnessed {
+        witness,
+        cache,
+        operator,
+        ..
+    } = start_witnessed(cp.client(), &ns, Config::default(), ("input", 2))?;
     let mut row = Row::new(
         format!(
             "bad input: a 1 MiB ConfigMap and {} unusual but valid names, labels and unicode values",

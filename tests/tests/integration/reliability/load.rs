@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kubeward::controller::Controller;
 use kubeward::manager::Config;
 use kubeward::testing::{ControlPlane, resident_bytes};
 use kubeward_tests::metric_sum;
 use tokio::time::Instant;
 
 use super::summary::Row;
-use super::witness::{Operator, Witness, check, new_manager};
+use super::witness::check;
+use super::witnessed::{Witnessed, start_witnessed};
 use super::writer::{Writer, create_config_maps};
 
 /// The size of the load.
@@ -33,19 +33,17 @@ pub(super) async fn sustained(cp: &ControlPlane, load: Load) -> anyhow::Result<V
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     let names = create_config_maps(&api, "load", load.objects).await?;
 
-    let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
-    let cache = manager
-        .factory()
-        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
-        .store();
-    manager.add(
-        Controller::<ConfigMap>::new(witness.clone())
-            .name("load")
-            .concurrency(load.concurrency),
-    );
-    let registry = manager.registry().clone();
-    let operator = Operator::start(manager, probes);
+    let Witnessed {
+        witness,
+        cache,
+        registry,
+        operator,
+    } = start_witnessed(
+        cp.client(),
+        &ns,
+        Config::default(),
+        ("load", load.concurrency),
+    )?;
     check("warm-up", &api, &cache, &witness, &operator).await?;
     let warm = resident_bytes(std::process::id())?;
 

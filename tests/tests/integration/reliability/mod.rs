@@ -18,6 +18,7 @@ mod startup;
 mod summary;
 mod undecodable;
 mod witness;
+mod witnessed;
 mod writer;
 
 use std::future::Future;

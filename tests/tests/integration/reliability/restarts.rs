@@ -2,13 +2,13 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kubeward::controller::Controller;
 use kubeward::manager::Config;
 use kubeward::testing::ControlPlane;
 use tokio::time::Instant;
 
 use super::summary::Row;
-use super::witness::{Operator, Witness, check, new_manager};
+use super::witness::check;
+use super::witnessed::{Witnessed, start_witnessed};
 use super::writer::{Writer, create_config_maps};
 
 /// Restarts kube-apiserver `restarts` times, with writes going on, and checks after each one.
@@ -20,18 +20,12 @@ pub(super) async fn apiserver_killed_and_restarted(
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
     let names = create_config_maps(&api, "cm", 30).await?;
 
-    let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, Config::default())?;
-    let cache = manager
-        .factory()
-        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
-        .store();
-    manager.add(
-        Controller::<ConfigMap>::new(witness.clone())
-            .name("restarts")
-            .concurrency(4),
-    );
-    let operator = Operator::start(manager, probes);
+    let Witnessed {
+        witness,
+        cache,
+        operator,
+        ..
+    } = start_witnessed(cp.client(), &ns, Config::default(), ("restarts", 4))?;
     check("start-up", &api, &cache, &witness, &operator).await?;
 
     let writer = Writer::start(&api, &names, 50, 1);

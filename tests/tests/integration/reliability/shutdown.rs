@@ -17,7 +17,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::summary::Row;
-use super::witness::{Operator, Witness, check, new_manager};
+use super::witness::{Operator, check, new_manager};
+use super::witnessed::{Witnessed, start_witnessed};
 use super::writer::{config_map, create_config_maps};
 
 const IN_FLIGHT: usize = 100;
@@ -129,19 +130,13 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
         api.create(&PostParams::default(), &config_map(&format!("late-{i}")))
             .await?;
     }
-    let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client(), &ns, config(&ns))?;
-    let cache = manager
-        .factory()
-        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
-        .store();
-    manager.add(
-        Controller::<ConfigMap>::new(witness.clone())
-            .name("restarted")
-            .concurrency(8),
-    );
     let restarted = Instant::now();
-    let operator = Operator::start(manager, probes);
+    let Witnessed {
+        witness,
+        cache,
+        operator,
+        ..
+    } = start_witnessed(cp.client(), &ns, config(&ns), ("restarted", 8))?;
     let checked = check("restart after shutdown", &api, &cache, &witness, &operator).await?;
     let mut row = Row::new(
         format!("graceful shutdown with {IN_FLIGHT} reconciles in flight, then restart"),

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kubeward::controller::Controller;
 use kubeward::manager::Config;
 use kubeward::testing::{ControlPlane, TcpProxy, wait_for};
 use tokio::time::Instant;
 
 use super::summary::Row;
-use super::witness::{Operator, Witness, check, new_manager};
+use super::witness::check;
+use super::witnessed::{Witnessed, start_witnessed};
 use super::writer::create_config_maps;
 
 /// Connection attempts to see refused before the apiserver comes back: the first list and two
@@ -26,14 +26,17 @@ pub(super) async fn apiserver_unreachable(cp: &ControlPlane) -> anyhow::Result<V
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
     proxy.cut();
 
-    let witness = Witness::default();
-    let (manager, probes) = new_manager(cp.client_through(&proxy), &ns, Config::default())?;
-    let cache = manager
-        .factory()
-        .informer(Api::<ConfigMap>::namespaced(manager.client(), &ns))
-        .store();
-    manager.add(Controller::<ConfigMap>::new(witness.clone()).name("startup"));
-    let operator = Operator::start(manager, probes);
+    let Witnessed {
+        witness,
+        cache,
+        operator,
+        ..
+    } = start_witnessed(
+        cp.client_through(&proxy),
+        &ns,
+        Config::default(),
+        ("startup", 1),
+    )?;
     wait_for(
         Duration::from_secs(30),
         &format!("{ATTEMPTS} refused connection attempts (retries)"),

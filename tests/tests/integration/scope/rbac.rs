@@ -1,9 +1,7 @@
 //! RBAC for a namespace set: the example operator runs on the generated rules granted by a Role
 //! in each watched namespace, with no ClusterRole, and is refused nothing.
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
+use crate::fixtures::until_allowed;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{ListParams, ObjectMeta, PostParams};
@@ -128,43 +126,8 @@ async fn bind_in_namespaces(
             .await?;
     }
     let client = cp.service_account_client(home, "operator");
-    // The authorizer learns of new bindings from its own informers: wait until each grant is in
-    // effect, so that a refusal can only come from a rule left out.
     for ns in namespaces {
-        for rule in rules {
-            wait_for(REACT, &format!("{rule:?} allowed in {ns}"), || async {
-                allowed(&client, ns, rule).await.then_some(())
-            })
-            .await?;
-        }
+        until_allowed(&client, ns, rules).await?;
     }
     Ok(client)
-}
-
-/// Whether `client` may do the first verb of `rule` on its first group and resource in `ns`.
-async fn allowed(client: &Client, ns: &str, rule: &PolicyRule) -> bool {
-    let first = |v: &Option<Vec<String>>| v.as_ref().and_then(|v| v.first().cloned());
-    let resource = first(&rule.resources).unwrap_or_default();
-    let (resource, subresource) = match resource.split_once('/') {
-        Some((resource, sub)) => (resource.to_owned(), Some(sub.to_owned())),
-        None => (resource, None),
-    };
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                namespace: Some(ns.to_owned()),
-                group: first(&rule.api_groups),
-                resource: Some(resource),
-                subresource,
-                verb: rule.verbs.first().cloned(),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await;
-    answer.is_ok_and(|r| r.status.is_some_and(|s| s.allowed))
 }
