@@ -347,14 +347,14 @@ where
                 {
                     return end;
                 }
-                ahead.push(batch);
+                ahead.push(batch, initial.is_some());
             } else if let Some(decoded) = ahead.oldest().await {
                 if let Some(end) = self.apply(decoded, latest, initial).await {
                     return end;
                 }
             } else {
                 for line in batch {
-                    let event = self.decoder.event(&line);
+                    let event = self.decoder.event(&line, initial.is_some());
                     if let Some(end) = self.take(&line, event, latest, initial).await {
                         return end;
                     }
