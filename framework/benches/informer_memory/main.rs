@@ -232,7 +232,7 @@ fn main() -> anyhow::Result<()> {
         return scale::child(&name, HEAP);
     }
     if std::env::args().any(|arg| arg == "scale") {
-        return scale::run();
+        return scale::run(HEAP);
     }
     let pods = Fixture::pod()?;
     let config_maps = Fixture::config_map()?;

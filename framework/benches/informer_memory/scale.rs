@@ -66,10 +66,12 @@ struct Measured {
     settled: u64,
     heap: u64,
     heap_peak: u64,
+    /// Live heap before the cache started (runtime, client).
+    heap_before: u64,
 }
 
 /// Seeds the fake, serves it, runs one child per cache and prints the table.
-pub(crate) fn run() -> anyhow::Result<()> {
+pub(crate) fn run(heap: PeakAlloc) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,6 +98,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
             rows.push((what, measured));
         }
         print(&fixture, &rows);
+        profile(&fixture, heap, &rows)?;
         Ok(())
     })
 }
@@ -157,6 +160,61 @@ fn print(fixture: &Fixture, rows: &[(&str, Measured)]) {
     }
 }
 
+/// Where the default store's heap goes, streaming list: the cached objects (their heap measured
+/// on a sample decoded as the informer decodes them), the store's map, keys and namespace index
+/// (the rest), and what the process held before the informer started.
+fn profile(fixture: &Fixture, heap: PeakAlloc, rows: &[(&str, Measured)]) -> anyhow::Result<()> {
+    const SAMPLE: usize = 10_000;
+    let Some((_, m)) = rows.get(3) else {
+        return Ok(());
+    };
+    let before = heap.current_usage();
+    let mut sample = Vec::with_capacity(SAMPLE);
+    let vec_bytes = heap.current_usage() - before;
+    for i in 0..SAMPLE {
+        let mut raw: serde_json::Value = serde_json::from_str(&fixture.object(i, 1))?;
+        if let Some(meta) = raw["metadata"].as_object_mut() {
+            meta.remove("managedFields");
+        }
+        sample.push(std::sync::Arc::new(serde_json::from_value::<ConfigMap>(
+            raw,
+        )?));
+    }
+    let per_object = (heap.current_usage() - before - vec_bytes) as f64 / SAMPLE as f64;
+    drop(sample);
+    let n = objects() as f64;
+    let total = m.heap as f64;
+    let objects_share = per_object * n;
+    let before_share = m.heap_before as f64;
+    let store_share = (total - objects_share - before_share).max(0.0);
+    println!(
+        "### Where the heap goes: kubeward's default store, streaming list
+"
+    );
+    println!("| part | heap | share | per object |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (part, bytes) in [
+        (
+            "the cached objects (`Arc<ConfigMap>`: strings, maps, owner reference)",
+            objects_share,
+        ),
+        ("the store: its map, keys and namespace index", store_share),
+        (
+            "the process before the informer started (runtime, client)",
+            before_share,
+        ),
+    ] {
+        println!(
+            "| {part} | {:.0} MB | {:.0} % | {:.0} B |",
+            bytes / 1e6,
+            bytes / total * 100.0,
+            bytes / n
+        );
+    }
+    println!();
+    Ok(())
+}
+
 /// Serves `fake` over HTTP/1.1 on a free loopback port; returns its URL.
 async fn serve(fake: FakeApiServer) -> anyhow::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -214,7 +272,7 @@ async fn child_run(name: &str, url: &str) -> anyhow::Result<Measured> {
         .map(str::parse)
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("the {name} child printed {text:?}: {e}"))?;
-    let [synced_micros, peak, settled, heap, heap_peak] = numbers[..] else {
+    let [synced_micros, peak, settled, heap, heap_peak, heap_before] = numbers[..] else {
         anyhow::bail!("the {name} child printed {text:?}");
     };
     Ok(Measured {
@@ -223,6 +281,7 @@ async fn child_run(name: &str, url: &str) -> anyhow::Result<Measured> {
         settled,
         heap,
         heap_peak,
+        heap_before,
     })
 }
 
@@ -237,6 +296,7 @@ pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
         let url: http::Uri = std::env::var(URL)?.parse()?;
         let client = kube::Client::try_from(kube::Config::new(url))?;
         let api = Api::<ConfigMap>::namespaced(client, &Fixture::config_map()?.namespace);
+        let heap_before = heap.current_usage() as u64;
         let started = Instant::now();
         let (synced, cached, keep) = match name {
             "kube-runtime" | "kube-runtime-stream" => {
@@ -301,6 +361,7 @@ pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
             settled: field("VmRSS:")?,
             heap: heap.current_usage() as u64,
             heap_peak: heap.peak_usage() as u64,
+            heap_before,
         };
         drop(keep);
         anyhow::Ok(measured)
@@ -308,12 +369,13 @@ pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{} {} {} {} {}",
+        "{} {} {} {} {} {}",
         measured.synced.as_micros(),
         measured.peak,
         measured.settled,
         measured.heap,
-        measured.heap_peak
+        measured.heap_peak,
+        measured.heap_before
     )?;
     // The runtime's threads may still be on their way out; the answer is written.
     std::process::exit(0);
