@@ -191,15 +191,12 @@ impl State {
             None => (self.revision, None),
         };
         let resource = kind.storage_key();
+        // A continued list starts after the previous page's last key, without walking the
+        // keys before it: each page costs the same however far into the list it is.
+        let after = start.map(|(ns, name)| (resource.clone(), ns, name));
         let mut in_range = self
-            .objects
-            .iter()
-            .filter(|((r, ns, _), _)| *r == resource && namespace.is_none_or(|want| want == ns))
-            .filter(|((_, ns, name), _)| {
-                start
-                    .as_ref()
-                    .is_none_or(|(after_ns, after_name)| (ns, name) > (after_ns, after_name))
-            });
+            .objects_after(&resource, after.as_ref())
+            .filter(|((_, ns, _), _)| namespace.is_none_or(|want| want == ns));
         let limit = limit.filter(|limit| *limit > 0).unwrap_or(usize::MAX);
         let page: Vec<_> = in_range
             .by_ref()
