@@ -8,6 +8,9 @@
 //! then relisted with every object changed, each fed the way its own informer feeds it (see
 //! `caches.rs`). Figures count the whole heap, page text and parse buffers included, so peaks
 //! are an upper bound for the stores alone. The objects' JSON size is the reference.
+//!
+//! With the argument `scale` (`scripts/bench informer_scale`), it runs `scale.rs` instead: a
+//! million ConfigMaps synced by paginated and streaming lists, each cache in a process of its own.
 #![allow(clippy::print_stdout, reason = "a bench binary that prints its tables")]
 #![allow(
     clippy::cast_precision_loss,
@@ -16,6 +19,7 @@
 
 mod caches;
 mod fixtures;
+mod scale;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::core::{ObjectList, PartialObjectMeta};
@@ -224,6 +228,12 @@ fn print_memory(fixture: &Fixture, rows: &[Row]) {
 }
 
 fn main() -> anyhow::Result<()> {
+    if let Ok(name) = std::env::var(scale::CHILD) {
+        return scale::child(&name, HEAP);
+    }
+    if std::env::args().any(|arg| arg == "scale") {
+        return scale::run(HEAP);
+    }
     let pods = Fixture::pod()?;
     let config_maps = Fixture::config_map()?;
 

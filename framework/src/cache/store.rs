@@ -407,6 +407,15 @@ impl<K: Resource> Relist<'_, K> {
         self.writer.put(key, obj, json)
     }
 
+    /// Removes a deleted object while the relist is in progress (a streaming list may carry
+    /// deletions before its end), as [`Writer::delete`] does.
+    pub(crate) fn delete(&mut self, last: Arc<K>) -> Option<Change<K>> {
+        if let Some(seen) = &mut self.seen {
+            seen.remove(&ObjectKey::of(last.as_ref()));
+        }
+        self.writer.delete(last)
+    }
+
     /// Removes every cached object the relist did not see; each is a deletion whose final
     /// state is unknown.
     #[must_use]

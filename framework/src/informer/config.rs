@@ -1,17 +1,18 @@
-//! Settings of an informer: paging, selectors, watch timeouts, transforms of cached objects, resync.
+//! Settings of an informer: paging or streaming lists, selectors, watch timeouts, transforms of cached objects, resync.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 
+use super::WatchList;
 use super::connectivity::Connectivity;
 
 /// How an informer lists and watches, and what it caches.
 ///
-/// The defaults list in pages of 500, watch with bookmarks for at most 290 s per request (the
-/// server closes the watch then), restart a watch that sends nothing for 320 s, strip
-/// `managedFields`, keep cached objects decoded (see [`Config::compact`]), never resync, and
+/// The defaults list in pages of 500 (no streaming list, see [`Config::watch_list`]), watch
+/// with bookmarks for at most 290 s per request (the server closes the watch then), restart a
+/// watch that sends nothing for 320 s, strip `managedFields`, keep cached objects decoded (see [`Config::compact`]), never resync, and
 /// retry failures after 0.8 s growing to 30 s, with jitter.
 ///
 /// Informers of `PartialObjectMeta<K>` ask the server for metadata only; nothing to configure.
@@ -21,6 +22,7 @@ use super::connectivity::Connectivity;
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) page_size: u32,
+    pub(crate) watch_list: WatchList,
     pub(crate) label_selector: Option<String>,
     pub(crate) field_selector: Option<String>,
     pub(crate) watch_timeout: Duration,
@@ -39,6 +41,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             page_size: 500,
+            watch_list: WatchList::Off,
             label_selector: None,
             field_selector: None,
             watch_timeout: Duration::from_secs(290),
@@ -58,6 +61,7 @@ impl PartialEq for Config {
     fn eq(&self, other: &Self) -> bool {
         let Self {
             page_size,
+            watch_list,
             label_selector,
             field_selector,
             watch_timeout,
@@ -71,6 +75,7 @@ impl PartialEq for Config {
         } = self;
         (
             page_size,
+            watch_list,
             label_selector,
             field_selector,
             watch_timeout,
@@ -82,6 +87,7 @@ impl PartialEq for Config {
             backoff_max,
         ) == (
             &other.page_size,
+            &other.watch_list,
             &other.label_selector,
             &other.field_selector,
             &other.watch_timeout,
@@ -102,6 +108,16 @@ impl Config {
     #[must_use]
     pub fn page_size(mut self, page_size: u32) -> Self {
         self.page_size = page_size;
+        self
+    }
+
+    /// Whether the initial state (and the state again after `410 Gone`) comes from a
+    /// streaming list instead of paginated lists; see [`WatchList`]. The informer has synced
+    /// once the stream's end-of-initial-events bookmark is stored.
+    #[doc(alias = "WatchListClient")]
+    #[must_use]
+    pub fn watch_list(mut self, watch_list: WatchList) -> Self {
+        self.watch_list = watch_list;
         self
     }
 

@@ -46,8 +46,14 @@ impl<K: Resource + DeserializeOwned> Decoder<K> {
     /// Decodes one line of a watch stream in one pass: the event and its object straight into
     /// `K`. Only an event whose object does not fit `K`, or whose JSON a compact store keeps, is
     /// read again, as an untyped tree. Either order of `type` and `object` is understood.
-    pub(crate) fn event(&self, line: &[u8]) -> Result<Event<K>, serde_json::Error> {
+    ///
+    /// With `exact`, every event is read as an untyped tree first, as a list's items are (see
+    /// [`Self::decode`]): a streaming list's initial events fill the store as a list does, and
+    /// a `Vec` decoded straight from text keeps spare capacity (an `ownerReferences` of one
+    /// reference holds room for four) for as long as the object is cached.
+    pub(crate) fn event(&self, line: &[u8], exact: bool) -> Result<Event<K>, serde_json::Error> {
         if !self.compact
+            && !exact
             && let Ok(event) = serde_json::from_slice::<WatchEvent<K>>(line)
         {
             return Ok(map_object(event, |obj| Some((self.prepare(obj), None))));
@@ -193,7 +199,8 @@ mod tests {
     {
         for strip in [true, false] {
             let decoder = decoder(strip, &Arc::default());
-            let WatchEvent::Added(Some((from_line, _))) = decoder.event(&added(&raw()))? else {
+            let WatchEvent::Added(Some((from_line, _))) = decoder.event(&added(&raw()), false)?
+            else {
                 anyhow::bail!("an ADDED event with its object");
             };
             let (from_tree, _) = decoder.decode(raw()).expect("decodes");
@@ -212,10 +219,24 @@ mod tests {
     }
 
     #[test]
+    fn an_exact_event_holds_no_spare_capacity_in_its_lists() -> anyhow::Result<()> {
+        let decoder = decoder(true, &Arc::default());
+        let owner = json!({"apiVersion": "v1", "kind": "A", "name": "a", "uid": "1"});
+        let line = added(&json!({"metadata": {"name": "b", "ownerReferences": [owner]}}));
+        let WatchEvent::Added(Some((exact, _))) = decoder.event(&line, true)? else {
+            anyhow::bail!("an ADDED event with its object");
+        };
+        let owners = exact.metadata.owner_references.as_ref();
+        assert_eq!(owners.map(Vec::len), Some(1));
+        assert_eq!(owners.map(Vec::capacity), Some(1));
+        Ok(())
+    }
+
+    #[test]
     fn an_event_whose_object_comes_first_decodes_too() -> anyhow::Result<()> {
         let decoder = decoder(true, &Arc::default());
         let line = format!(r#"{{"object":{},"type":"MODIFIED"}}"#, raw());
-        let event = decoder.event(line.as_bytes())?;
+        let event = decoder.event(line.as_bytes(), false)?;
         assert!(
             matches!(&event, WatchEvent::Modified(Some((obj, _))) if obj.metadata.name.as_deref() == Some("a")),
             "{event:?}"
@@ -227,11 +248,14 @@ mod tests {
     fn an_object_that_does_not_fit_is_skipped_and_counted() -> anyhow::Result<()> {
         let stats = Arc::new(Stats::default());
         let decoder = decoder(true, &stats);
-        let event = decoder.event(&added(&json!({"metadata": {"name": "a"}, "data": 7})))?;
+        let event = decoder.event(
+            &added(&json!({"metadata": {"name": "a"}, "data": 7})),
+            false,
+        )?;
         assert!(matches!(event, WatchEvent::Added(None)), "{event:?}");
         assert_eq!(stats.decode_failures(), 1);
         assert!(
-            decoder.event(b"{\"type\":\"ADDED\",").is_err(),
+            decoder.event(b"{\"type\":\"ADDED\",", false).is_err(),
             "a line that is not JSON is an error, not a skipped object"
         );
         Ok(())

@@ -71,8 +71,9 @@ where
         self.batches.len() >= IN_FLIGHT
     }
 
-    /// Starts decoding `lines` on the blocking pool, in the caller's tracing span.
-    pub(super) fn push(&mut self, lines: Vec<Bytes>) {
+    /// Starts decoding `lines` on the blocking pool, in the caller's tracing span; `exact` as
+    /// for [`Decoder::event`].
+    pub(super) fn push(&mut self, lines: Vec<Bytes>, exact: bool) {
         let decoder = Arc::clone(&self.decoder);
         let span = tracing::Span::current();
         self.batches.push_back(tokio::task::spawn_blocking(move || {
@@ -80,7 +81,7 @@ where
                 lines
                     .into_iter()
                     .map(|line| {
-                        let event = decoder.event(&line);
+                        let event = decoder.event(&line, exact);
                         (line, event)
                     })
                     .collect()
@@ -126,7 +127,7 @@ mod tests {
         assert!(ahead.takes(BACKLOG_LINES, 100));
         assert!(ahead.takes(2, BACKLOG_BYTES), "two large objects");
         assert!(!ahead.takes(1, MAX_BATCH_BYTES), "one line, however large");
-        ahead.push(Vec::new());
+        ahead.push(Vec::new(), false);
         assert!(
             ahead.takes(1, 10),
             "a line read while a batch decodes goes after it"

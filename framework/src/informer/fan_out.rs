@@ -20,7 +20,7 @@ pub(crate) struct FanOut<K> {
     listeners: Mutex<Vec<Arc<Listener<K>>>>,
 }
 
-/// A complete list being stored, page by page; see [`FanOut::relist`].
+/// A complete list being stored, page by page or event by event; see [`FanOut::relist`].
 pub(crate) struct Relist<'a, K> {
     fan_out: &'a FanOut<K>,
     relist: cache::Relist<'a, K>,
@@ -130,6 +130,14 @@ impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
     pub(crate) fn apply(&mut self, obj: Arc<K>, json: Option<Vec<u8>>) {
         let listeners = self.fan_out.listeners.lock();
         if let Some(change) = self.relist.apply_with_json(obj, json) {
+            hand_out(&listeners, &change);
+        }
+    }
+
+    /// Removes an object deleted before the list ended and tells every handler.
+    pub(crate) fn delete(&mut self, obj: Arc<K>) {
+        let listeners = self.fan_out.listeners.lock();
+        if let Some(change) = self.relist.delete(obj) {
             hand_out(&listeners, &change);
         }
     }

@@ -86,6 +86,7 @@ fn decoders() -> [Decoder<ConfigMap>; 2] {
 
 fn decode_line(decoders: &[Decoder<ConfigMap>], line: &[u8]) {
     for decoder in decoders {
-        let _ = decoder.event(line);
+        let _ = decoder.event(line, false);
+        let _ = decoder.event(line, true);
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! kube-apiserver
-//!    │ list (paginated) + watch (resourceVersion, bookmarks), relist on 410 Gone / errors with backoff
+//!    │ list (paginated) or streaming list (watch_list.rs) + watch (resourceVersion, bookmarks),
+//!    │ relist on 410 Gone / errors with backoff
 //!    ▼
 //! Reflector (reflector.rs) ── progress: synced, resourceVersion, Stats
 //!    │ each decoded, transformed object (transforms.rs); a backlog of watch events is
@@ -75,6 +76,7 @@ mod stats;
 mod synced;
 mod transforms;
 mod watch_lines;
+mod watch_list;
 mod watchable;
 
 #[cfg(test)]
@@ -89,6 +91,7 @@ pub use listener::Registration;
 pub use selector::SelectorError;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
+pub use watch_list::WatchList;
 pub use watchable::{Cacheable, Watchable};
 
 pub(crate) use factory::Observed;

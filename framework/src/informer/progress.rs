@@ -1,7 +1,7 @@
 //! How far an informer's reflectors got: synced or not, the latest resourceVersion, request counters.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use kube::Resource;
 use parking_lot::Mutex;
@@ -17,6 +17,8 @@ pub(crate) struct Progress {
     /// Reflectors whose first list is not stored yet; synced when none is left.
     unlisted: AtomicUsize,
     latest: Mutex<Option<Latest>>,
+    /// Whether the server refused a streaming list (so the informer lists from then on).
+    streaming_refused: AtomicBool,
     stats: Arc<Stats>,
 }
 
@@ -69,6 +71,7 @@ impl Progress {
             synced: watch::Sender::default(),
             unlisted: AtomicUsize::new(reflectors),
             latest: Mutex::default(),
+            streaming_refused: AtomicBool::new(false),
             stats: Arc::default(),
         }
     }
@@ -86,6 +89,16 @@ impl Progress {
     /// The resourceVersion of the latest list, event or bookmark.
     pub(crate) fn resource_version(&self) -> Option<String> {
         self.latest.lock().as_ref().map(Latest::text)
+    }
+
+    /// Whether the server refused a streaming list to one of the informer's reflectors.
+    pub(crate) fn streaming_refused(&self) -> bool {
+        self.streaming_refused.load(Ordering::Acquire)
+    }
+
+    /// Records that the server refused a streaming list; `true` the first time only.
+    pub(crate) fn refuse_streaming(&self) -> bool {
+        !self.streaming_refused.swap(true, Ordering::AcqRel)
     }
 
     /// The request counters.

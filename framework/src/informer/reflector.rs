@@ -1,4 +1,4 @@
-//! Lists (in pages) and watches one resource into a store and its handlers, recovering from every failure.
+//! Lists (in pages, or as one stream) and watches one resource into a store and its handlers, recovering from every failure.
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,11 +17,11 @@ use super::decode::Decoder;
 use super::decode_ahead::{
     DecodeAhead, Decoded, Decoding, Dropped, MAX_BATCH_BYTES, MAX_BATCH_LINES,
 };
-use super::fan_out::FanOut;
+use super::fan_out::{self, FanOut};
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
 use super::watch_lines::{Idle, WatchLines};
-use super::{Config, Stats, connectivity};
+use super::{Config, Stats, WatchList, connectivity};
 
 /// Lists and watches for one informer into its [`FanOut`]; runs until its task is cancelled.
 ///
@@ -54,6 +54,9 @@ struct RawList {
     items: Option<Vec<Box<RawValue>>>,
 }
 
+/// The annotation of the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
 /// Why a watch ended.
 enum WatchEnd {
     /// The server closed it (timeout) or it was idle too long: resume from the latest version.
@@ -62,6 +65,8 @@ enum WatchEnd {
     Gone,
     /// Anything else: wait, then resume from the latest version.
     Failed(kube::Error),
+    /// The server does not serve streaming lists (it answered the request as invalid).
+    Refused(kube::Error),
 }
 
 impl<K> Reflector<K>
@@ -97,17 +102,19 @@ where
         }
     }
 
-    /// Lists, then watches from the list's version; lists again only when that version is gone.
+    /// Lists (or streams the initial state), then watches from the list's version; lists again
+    /// only when that version is gone.
     pub(crate) async fn run(self) {
         let mut delays = self.config.backoff_delays();
         let mut resource_version: Option<String> = None;
         loop {
-            let version = match resource_version.take() {
-                Some(version) => version,
+            let (end, latest) = match resource_version.take() {
+                Some(version) => self.watch(version).await,
+                None if self.streams() => self.stream().await,
                 None => match self.list().await {
                     Ok(version) => {
                         self.config.connectivity.reachable();
-                        version
+                        self.watch(version).await
                     }
                     Err(err) => {
                         self.retry_after("list", &err, &mut delays).await;
@@ -115,8 +122,7 @@ where
                     }
                 },
             };
-            let (end, latest) = self.watch(version).await;
-            resource_version = Some(latest);
+            resource_version = latest;
             match end {
                 WatchEnd::Resume { received: true } => {
                     delays = self.config.backoff_delays();
@@ -135,7 +141,25 @@ where
                 WatchEnd::Failed(err) => {
                     self.retry_after("watch", &err, &mut delays).await;
                 }
+                WatchEnd::Refused(err) if self.config.watch_list == WatchList::Auto => {
+                    if self.progress.refuse_streaming() {
+                        let error = connectivity::describe(&err);
+                        tracing::info!(url = self.request.url_path, %error, "the server does not serve streaming lists; listing in pages from now on");
+                    }
+                }
+                WatchEnd::Refused(err) => {
+                    self.retry_after("streaming list", &err, &mut delays).await;
+                }
             }
+        }
+    }
+
+    /// Whether the next initial state comes from a streaming list.
+    fn streams(&self) -> bool {
+        match self.config.watch_list {
+            WatchList::Off => false,
+            WatchList::On => true,
+            WatchList::Auto => !self.progress.streaming_refused(),
         }
     }
 
@@ -229,15 +253,36 @@ where
     }
 
     /// Watches from `version` until the watch ends; returns why and the latest version seen.
-    async fn watch(&self, version: String) -> (WatchEnd, String) {
+    async fn watch(&self, version: String) -> (WatchEnd, Option<String>) {
         let mut latest = Latest::Text(version.as_str().into());
-        let end = self.watch_from(&version, &mut latest).await;
-        (end, latest.text())
+        let end = self.watch_from(&version, &mut latest, &mut None).await;
+        (end, Some(latest.text()))
+    }
+
+    /// Streams the current state into the store in place, as a list would (objects the stream
+    /// did not have are removed at its end), then watches on; returns why the watch ended and
+    /// the latest version seen, `None` if the stream ended before its initial events did (the
+    /// next start is a streaming list again, from the newest state).
+    async fn stream(&self) -> (WatchEnd, Option<String>) {
+        let mut latest = Latest::Text("".into());
+        let mut initial = Some(self.fan_out.relist(self.namespace.as_deref()));
+        // No resourceVersion: the initial events are the newest state (a consistent read), as
+        // client-go's reflector asks for it.
+        let end = self.watch_from("", &mut latest, &mut initial).await;
+        (end, initial.is_none().then(|| latest.text()))
     }
 
     /// Watches from `version`, keeping `latest` up to date, until the watch ends; returns why.
-    async fn watch_from(&self, version: &str, latest: &mut Latest) -> WatchEnd {
+    /// With an `initial` relist, the watch is a streaming list: its events go to the relist
+    /// until the bookmark that ends them, which takes the relist (the store is complete).
+    async fn watch_from(
+        &self,
+        version: &str,
+        latest: &mut Latest,
+        initial: &mut Option<fan_out::Relist<'_, K>>,
+    ) -> WatchEnd {
         let config = &self.config;
+        let streaming = initial.is_some();
         let params = WatchParams {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
@@ -247,7 +292,7 @@ where
                     .max(1),
             ),
             bookmarks: true,
-            ..WatchParams::default()
+            send_initial_events: streaming,
         };
         let request = if self.metadata_only {
             self.request.watch_metadata(&params, version)
@@ -265,6 +310,9 @@ where
             Ok(Ok(lines)) => {
                 config.connectivity.reachable();
                 lines
+            }
+            Ok(Err(err)) if streaming && refuses_streaming(&err) => {
+                return WatchEnd::Refused(err);
             }
             Ok(Err(err)) => return classify(err),
             Err(_) => return WatchEnd::Failed(stalled("watch")),
@@ -295,19 +343,19 @@ where
             if ahead.takes(batch.len(), bytes) {
                 if ahead.is_full()
                     && let Some(decoded) = ahead.oldest().await
-                    && let Some(end) = self.apply(decoded, latest).await
+                    && let Some(end) = self.apply(decoded, latest, initial).await
                 {
                     return end;
                 }
-                ahead.push(batch);
+                ahead.push(batch, initial.is_some());
             } else if let Some(decoded) = ahead.oldest().await {
-                if let Some(end) = self.apply(decoded, latest).await {
+                if let Some(end) = self.apply(decoded, latest, initial).await {
                     return end;
                 }
             } else {
                 for line in batch {
-                    let event = self.decoder.event(&line);
-                    if let Some(end) = self.take(&line, event, latest).await {
+                    let event = self.decoder.event(&line, initial.is_some());
+                    if let Some(end) = self.take(&line, event, latest, initial).await {
                         return end;
                     }
                 }
@@ -321,20 +369,28 @@ where
         &self,
         decoded: Result<Decoded<K>, Dropped>,
         latest: &mut Latest,
+        initial: &mut Option<fan_out::Relist<'_, K>>,
     ) -> Option<WatchEnd> {
         let Ok(decoded) = decoded else {
             return Some(WatchEnd::Resume { received: true });
         };
         for (line, event) in decoded {
-            if let Some(end) = self.take(&line, event, latest).await {
+            if let Some(end) = self.take(&line, event, latest, initial).await {
                 return Some(end);
             }
         }
         None
     }
 
-    /// Applies one decoded watch event; `Some` if it ends the watch.
-    async fn take(&self, line: &[u8], event: Decoding<K>, latest: &mut Latest) -> Option<WatchEnd> {
+    /// Applies one decoded watch event, to the `initial` relist while a streaming list's
+    /// initial events last; `Some` if it ends the watch.
+    async fn take(
+        &self,
+        line: &[u8],
+        event: Decoding<K>,
+        latest: &mut Latest,
+        initial: &mut Option<fan_out::Relist<'_, K>>,
+    ) -> Option<WatchEnd> {
         // One unit of tokio's cooperative budget per event: a chunk can hold hundreds of
         // events, and reading them takes none, so without this a burst would keep the thread
         // until its last event is cached. Giving it up every so often lets the workers take
@@ -347,15 +403,27 @@ where
         match event {
             WatchEvent::Added(Some((obj, json))) | WatchEvent::Modified(Some((obj, json))) => {
                 note_version(latest, &obj);
-                self.fan_out.apply(obj, json);
+                match initial {
+                    Some(relist) => relist.apply(obj, json),
+                    None => self.fan_out.apply(obj, json),
+                }
             }
             WatchEvent::Deleted(Some((obj, _))) => {
                 note_version(latest, &obj);
-                self.fan_out.delete(obj);
+                match initial {
+                    Some(relist) => relist.delete(obj),
+                    None => self.fan_out.delete(obj),
+                }
             }
             WatchEvent::Added(None) | WatchEvent::Modified(None) | WatchEvent::Deleted(None) => {}
             WatchEvent::Bookmark(bookmark) => {
                 *latest = Latest::Text(bookmark.metadata.resource_version.into());
+                let end = bookmark.metadata.annotations.get(INITIAL_EVENTS_END);
+                if end.is_some_and(|value| value == "true")
+                    && let Some(relist) = initial.take()
+                {
+                    self.streamed(relist, latest);
+                }
             }
             WatchEvent::Error(status) if status.code == 410 => return Some(WatchEnd::Gone),
             WatchEvent::Error(status) => {
@@ -364,6 +432,17 @@ where
         }
         self.progress.publish(latest);
         None
+    }
+
+    /// Ends a streaming list's initial events: removes what the stream did not have and
+    /// records a complete list (the informer has synced once every reflector has one).
+    fn streamed(&self, relist: fan_out::Relist<'_, K>, latest: &Latest) {
+        relist.finish();
+        self.progress.publish(latest);
+        self.progress
+            .listed(!self.listed.swap(true, Ordering::Relaxed));
+        Stats::count(&self.progress.stats().relists);
+        Stats::count(&self.progress.stats().streamed_lists);
     }
 }
 
@@ -412,6 +491,13 @@ fn unparsed(line: &[u8], err: serde_json::Error) -> WatchEnd {
         Ok(status) if status.code != 0 => classify(kube::Error::Api(status.boxed())),
         _ => WatchEnd::Failed(kube::Error::SerdeError(err)),
     }
+}
+
+/// Whether a refused streaming list means the server does not serve them: it finds the request
+/// invalid (a server before 1.27 forbids `resourceVersionMatch` on a watch, one without the
+/// `WatchList` feature forbids `sendInitialEvents`) rather than failing it for another reason.
+fn refuses_streaming(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 400 || status.code == 422)
 }
 
 fn classify(err: kube::Error) -> WatchEnd {

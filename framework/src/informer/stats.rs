@@ -2,12 +2,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counts of list pages, watch requests, relists and objects that could not be decoded.
+/// Counts of list pages, watch requests, relists (paginated or streamed) and objects that could not be decoded.
 #[derive(Debug, Default)]
 pub struct Stats {
     pub(crate) list_requests: AtomicU64,
     pub(crate) watch_requests: AtomicU64,
     pub(crate) relists: AtomicU64,
+    pub(crate) streamed_lists: AtomicU64,
     pub(crate) decode_failures: AtomicU64,
     /// Unix time in milliseconds of the last complete list; 0 before the first.
     pub(crate) last_sync_millis: AtomicU64,
@@ -30,6 +31,12 @@ impl Stats {
     #[must_use]
     pub fn relists(&self) -> u64 {
         self.relists.load(Ordering::Relaxed)
+    }
+
+    /// Complete lists received as streaming lists (counted in [`Self::relists`] too).
+    #[must_use]
+    pub fn streamed_lists(&self) -> u64 {
+        self.streamed_lists.load(Ordering::Relaxed)
     }
 
     /// Objects skipped because they did not deserialize into the informer's type.

@@ -3,8 +3,9 @@
 //! [`FakeApiServer`] is a `tower` service that a [`kube::Client`] talks to directly. It keeps
 //! objects of the kinds registered with it and follows the API server's rules for the paths
 //! controllers use: resourceVersions from one counter, 409 on conflicts, generation bumps on spec
-//! changes, finalizers delaying deletion, the status subresource, selectors, pagination and
-//! watches from a resourceVersion (410 Gone when it is too old). Faults can be injected.
+//! changes, finalizers delaying deletion, the status subresource, selectors, pagination,
+//! watches from a resourceVersion (410 Gone when it is too old) and streaming lists
+//! (`sendInitialEvents`, as from Kubernetes 1.27). Faults can be injected.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -26,8 +27,9 @@
 //! Tests set the scene with [`FakeApiServer::seed`] (which keeps a status, unlike create), read
 //! it back with [`FakeApiServer::get`], and inject faults: [`FakeApiServer::fail_next`] answers
 //! the next matching request with an error status, [`FakeApiServer::drop_watches`] ends every
-//! open watch, [`FakeApiServer::expire_next_watch`] and [`FakeApiServer::compact`] make watches
-//! answer 410 Gone. The same checks pass here and on a real kube-apiserver (see the `fake`
+//! open watch, [`FakeApiServer::expire_next_watch`], [`FakeApiServer::expire_watches`] and
+//! [`FakeApiServer::compact`] make watches answer 410 Gone, and
+//! [`FakeApiServer::stall_initial_events_after`] holds a streaming list amid its initial events. The same checks pass here and on a real kube-apiserver (see the `fake`
 //! integration tests), so a test written against the fake can also run on a
 //! [`ControlPlane`](super::ControlPlane).
 //!
@@ -39,6 +41,7 @@
 mod apply;
 mod body;
 mod discovery;
+mod initial;
 mod kind;
 mod object;
 mod route;
@@ -174,6 +177,14 @@ impl FakeApiServer {
         self
     }
 
+    /// Refuses streaming lists as an API server before 1.27 does (such as the local 1.20 one):
+    /// a watch with `resourceVersionMatch` gets `422 Invalid`.
+    #[must_use]
+    pub fn without_streaming_lists(self) -> Self {
+        self.state.lock().streaming_lists = false;
+        self
+    }
+
     /// Serves a built-in kind, such as `ConfigMap` or `Deployment`.
     ///
     /// Whether the kind has a status subresource and a generation follows the real API.
@@ -301,6 +312,30 @@ impl FakeApiServer {
     /// Ends every open watch, as a dropped connection would.
     pub fn drop_watches(&self) {
         self.state.lock().drop_watches();
+    }
+
+    /// Ends every open watch with 410 Gone, as a server does with watches that fell too far
+    /// behind; a streaming list amid its initial events too.
+    pub fn expire_watches(&self) {
+        self.state.lock().expire_watches();
+    }
+
+    /// Streaming lists send at most `events` initial events each, then hold the rest (and
+    /// their end) back, sending bookmarks without the end annotation meanwhile, until
+    /// [`resume_initial_events`](Self::resume_initial_events): a test can act amid a stream.
+    pub fn stall_initial_events_after(&self, events: usize) {
+        self.state.lock().initial_events_limit = Some(events);
+    }
+
+    /// Lets streaming lists send the rest of their initial events, and their end.
+    pub fn resume_initial_events(&self) {
+        self.state.lock().initial_events_limit = None;
+    }
+
+    /// How many bookmarks the fake's watches have sent.
+    #[must_use]
+    pub fn bookmarks_sent(&self) -> u64 {
+        self.state.lock().bookmarks_sent
     }
 
     /// Makes the next watch answer 410 Gone, whatever resourceVersion it asks for.

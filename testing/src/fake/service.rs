@@ -13,6 +13,7 @@ use super::Verb;
 use super::apply::Apply;
 use super::body::{Bookmarks, ResponseBody, WatchStream};
 use super::discovery;
+use super::initial::InitialEvents;
 use super::kind::Kind;
 use super::route::Route;
 use super::selector::Selector;
@@ -269,6 +270,7 @@ fn watch(
                 .map_err(|_| Failure::bad_request(format!("invalid resource version: {text}")))?,
         ),
     };
+    let streaming = streaming_list(state, route)?;
     let timeout = route
         .param("timeoutSeconds")
         .and_then(|seconds| seconds.parse().ok())
@@ -282,14 +284,33 @@ fn watch(
             guard.revision()
         )))
     } else {
+        // A streaming list's watch gets live events from now; its initial events come first.
+        let from = if streaming {
+            Some(guard.revision())
+        } else {
+            from
+        };
         guard.watch(
             kind,
             route.namespace.as_deref(),
-            selector,
+            selector.clone(),
             from,
             sender.clone(),
         )
     };
+    let initial = (streaming && opened.is_ok()).then(|| InitialEvents {
+        state: Arc::clone(state),
+        resource: kind.storage_key(),
+        namespace: route.namespace.clone(),
+        selector,
+        object_first: guard.objects_before_types,
+        api_version: kind.api_version(),
+        kind: kind.name.clone(),
+        revision: guard.revision(),
+        expired: guard.expired_watches(),
+        after: None,
+        sent: 0,
+    });
     if let Err(failure) = opened {
         // Like the real server: the watch opens, then carries one ERROR event and ends.
         let _ = sender.send(event_line("ERROR", &text(&failure.to_json())));
@@ -307,6 +328,8 @@ fn watch(
         }
     });
     let stream = WatchStream {
+        initial,
+        expired: false,
         events,
         deadline: Box::pin(tokio::time::sleep(timeout)),
         bookmarks,
@@ -317,4 +340,53 @@ fn watch(
         header::HeaderValue::from_static("application/json"),
     );
     Ok(response)
+}
+
+/// Whether a watch asks for a streaming list (`sendInitialEvents=true`), checked as the API
+/// server checks it: from 1.27 it needs `resourceVersionMatch=NotOlderThan` and bookmarks, and
+/// `resourceVersionMatch` is refused without it; before 1.27 (a fake built
+/// [`without_streaming_lists`](super::FakeApiServer::without_streaming_lists)),
+/// `resourceVersionMatch` is refused on every watch and `sendInitialEvents` ignored.
+fn streaming_list(state: &Arc<Mutex<State>>, route: &Route) -> Result<bool, Failure> {
+    let forbidden = |why: &str| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {why}"),
+        )
+    };
+    let version_match = route
+        .param("resourceVersionMatch")
+        .filter(|m| !m.is_empty());
+    if !state.lock().streaming_lists {
+        return match version_match {
+            Some(_) => Err(forbidden(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
+            )),
+            None => Ok(false),
+        };
+    }
+    let initial_events = route.flag("sendInitialEvents");
+    match (version_match, initial_events) {
+        (Some("NotOlderThan"), true) => {}
+        (_, true) => {
+            return Err(forbidden(
+                "resourceVersionMatch: Forbidden: sendInitialEvents requires setting \
+                 resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        (Some(_), false) => {
+            return Err(forbidden(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch \
+                 unless sendInitialEvents is provided",
+            ));
+        }
+        (None, false) => return Ok(false),
+    }
+    if !route.flag("allowWatchBookmarks") {
+        return Err(forbidden(
+            "allowWatchBookmarks: Forbidden: sendInitialEvents requires allowWatchBookmarks=true",
+        ));
+    }
+    Ok(true)
 }

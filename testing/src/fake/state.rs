@@ -1,6 +1,7 @@
 //! Stores the fake's objects, its event history and its open watches.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -32,11 +33,14 @@ pub(crate) struct Fault {
     pub(crate) failure: Failure,
 }
 
+/// Where an object is stored: its kind's storage key, namespace and name.
+pub(crate) type Key = (String, String, String);
+
 /// Everything the fake holds, behind one lock.
 #[derive(Debug)]
 pub(crate) struct State {
     kinds: Vec<Arc<Kind>>,
-    objects: BTreeMap<(String, String, String), Value>,
+    objects: BTreeMap<Key, Value>,
     revision: u64,
     history: VecDeque<Event>,
     pub(crate) history_limit: usize,
@@ -48,6 +52,15 @@ pub(crate) struct State {
     pub(crate) bookmark_interval: std::time::Duration,
     /// Watches write each event's object before its type.
     pub(crate) objects_before_types: bool,
+    /// Whether watches may ask for a streaming list (`sendInitialEvents`), as from Kubernetes
+    /// 1.27; when not, `resourceVersionMatch` on a watch is refused, as before 1.27.
+    pub(crate) streaming_lists: bool,
+    /// The most initial events each streaming list sends until this is lifted.
+    pub(crate) initial_events_limit: Option<usize>,
+    /// Counts [`FakeApiServer::expire_watches`](super::FakeApiServer::expire_watches) calls.
+    expired_watches: u64,
+    /// Bookmarks sent by every watch.
+    pub(crate) bookmarks_sent: u64,
     /// While watches are paused, the lines of the changes made since, with the watch they go
     /// to, in order: made at the change, as when not paused, and only sent on resume. A watch's
     /// consecutive lines share a chunk of up to [`HELD_CHUNK`] bytes, as a client reading a
@@ -90,6 +103,10 @@ impl State {
             gone_next_watch: false,
             bookmark_interval: std::time::Duration::from_secs(1),
             objects_before_types: false,
+            streaming_lists: true,
+            initial_events_limit: None,
+            expired_watches: 0,
+            bookmarks_sent: 0,
             held: None,
             seed,
             applied: HashMap::new(),
@@ -174,15 +191,12 @@ impl State {
             None => (self.revision, None),
         };
         let resource = kind.storage_key();
+        // A continued list starts after the previous page's last key, without walking the
+        // keys before it: each page costs the same however far into the list it is.
+        let after = start.map(|(ns, name)| (resource.clone(), ns, name));
         let mut in_range = self
-            .objects
-            .iter()
-            .filter(|((r, ns, _), _)| *r == resource && namespace.is_none_or(|want| want == ns))
-            .filter(|((_, ns, name), _)| {
-                start
-                    .as_ref()
-                    .is_none_or(|(after_ns, after_name)| (ns, name) > (after_ns, after_name))
-            });
+            .objects_after(&resource, after.as_ref())
+            .filter(|((_, ns, _), _)| namespace.is_none_or(|want| want == ns));
         let limit = limit.filter(|limit| *limit > 0).unwrap_or(usize::MAX);
         let page: Vec<_> = in_range
             .by_ref()
@@ -255,6 +269,43 @@ impl State {
         }
         self.watchers.push(watcher);
         Ok(())
+    }
+
+    /// The objects of the kind stored under `resource`, in key order, after the key `after`.
+    pub(crate) fn objects_after<'a>(
+        &'a self,
+        resource: &'a str,
+        after: Option<&Key>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Value)> + 'a {
+        let start = match after {
+            Some(key) => Bound::Excluded(key.clone()),
+            None => Bound::Included((resource.to_owned(), String::new(), String::new())),
+        };
+        self.objects
+            .range((start, Bound::Unbounded))
+            .take_while(move |((r, _, _), _)| r == resource)
+    }
+
+    /// How many times every open watch was ended with 410 Gone.
+    pub(crate) fn expired_watches(&self) -> u64 {
+        self.expired_watches
+    }
+
+    /// Ends every open watch with 410 Gone, streaming lists amid their initial events too
+    /// (they notice the count change).
+    pub(crate) fn expire_watches(&mut self) {
+        self.expired_watches += 1;
+        let failure = Failure::gone(format!(
+            "too old resource version: {} ({})",
+            self.compacted, self.revision
+        ));
+        let line = super::watch::event_line("ERROR", &text(&failure.to_json()));
+        for watcher in self.watchers.drain(..) {
+            let _ = watcher.sender.send(line.clone());
+        }
+        if let Some(held) = &mut self.held {
+            held.clear();
+        }
     }
 
     /// Holds back every change from open watches until [`resume_watches`](Self::resume_watches).

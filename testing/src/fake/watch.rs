@@ -54,24 +54,31 @@ pub(crate) fn event_line(kind: &str, text: &[u8]) -> Bytes {
     Bytes::from(line)
 }
 
+/// The line a watch sends for one event, its object first if `object_first`.
+pub(crate) fn line(object_first: bool, kind: &str, text: &[u8]) -> Bytes {
+    if !object_first {
+        return event_line(kind, text);
+    }
+    let mut line = br#"{"object":"#.to_vec();
+    line.extend_from_slice(text);
+    line.extend_from_slice(format!(",\"type\":\"{kind}\"}}\n").as_bytes());
+    Bytes::from(line)
+}
+
+/// Whether a watch of `namespace` (all when `None`) and `selector` sees `object`.
+pub(crate) fn wants(namespace: Option<&str>, selector: &Selector, object: &Value) -> bool {
+    let in_namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    namespace.is_none_or(|want| want == in_namespace) && selector.matches(object)
+}
+
 impl Watcher {
     /// The line this watch sends for one event.
     pub(crate) fn line(&self, kind: &str, text: &[u8]) -> Bytes {
-        if !self.object_first {
-            return event_line(kind, text);
-        }
-        let mut line = br#"{"object":"#.to_vec();
-        line.extend_from_slice(text);
-        line.extend_from_slice(format!(",\"type\":\"{kind}\"}}\n").as_bytes());
-        Bytes::from(line)
+        line(self.object_first, kind, text)
     }
 
     pub(crate) fn wants(&self, object: &Value) -> bool {
-        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
-        self.namespace
-            .as_deref()
-            .is_none_or(|want| want == namespace)
-            && self.selector.matches(object)
+        wants(self.namespace.as_deref(), &self.selector, object)
     }
 
     /// Sends an event if it concerns this watch; false when the watch is closed.

@@ -177,6 +177,27 @@ fn an_initial_list_adds_everything_deletes_nothing_and_the_next_relist_deletes_a
 }
 
 #[test]
+fn a_deletion_amid_a_relist_is_final_and_the_relist_ends_without_reporting_it_again() {
+    let (store, writer) = store::<Pod>();
+    writer.apply(pod("ns", "cached", "n1", "1"));
+    writer.apply(pod("ns", "kept", "n1", "1"));
+    let mut relist = writer.relist();
+    assert!(relist.apply(pod("ns", "streamed", "n1", "2")).is_some());
+    for name in ["streamed", "cached"] {
+        assert!(matches!(
+            relist.delete(pod("ns", name, "n1", "3")),
+            Some(Change::Deleted(d)) if !d.is_final_state_unknown()
+        ));
+    }
+    assert!(relist.apply(pod("ns", "kept", "n1", "1")).is_none());
+    assert!(
+        relist.finish().is_empty(),
+        "what was deleted amid the relist is not deleted again"
+    );
+    assert_eq!(sorted_names(&store.list()), ["kept"]);
+}
+
+#[test]
 fn a_relist_of_one_namespace_deletes_only_that_namespaces_missing_objects() {
     let (store, writer) = store::<Pod>();
     for (ns, name) in [("a", "kept"), ("a", "gone"), ("b", "other")] {

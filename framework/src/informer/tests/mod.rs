@@ -4,5 +4,6 @@ mod backlog;
 mod cooperation;
 mod namespaces;
 mod relist;
+mod streaming;
 mod traps;
 mod wire;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::informer::CacheScope;
+use crate::informer::{self, CacheScope, WatchList};
 use crate::manager::{
     BindAddress, Command, Config, Error, LeaderElection, OnLeadershipLoss, Shard,
 };
@@ -95,6 +95,12 @@ pub struct Flags {
         value_name = "NAMESPACES"
     )]
     pub watch_namespaces: Vec<String>,
+
+    /// How informers get their initial state: `off` (paginated lists), `on` (streaming lists,
+    /// Kubernetes 1.27 with the `WatchList` feature, default from 1.32) or `auto` (streaming
+    /// lists, falling back to paginated lists once if the server refuses them).
+    #[arg(long, env = "KUBEWARD_WATCH_LIST", value_enum, default_value_t = WatchList::Off)]
+    pub watch_list: WatchList,
 
     /// Reconciles run at once per controller, unless a controller sets its own.
     #[arg(long, env = "KUBEWARD_MAX_CONCURRENT_RECONCILES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -211,6 +217,7 @@ impl Flags {
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
+            .informers(informer::Config::default().watch_list(self.watch_list))
             .shard(shard);
         #[cfg(feature = "tls")]
         let config = config
@@ -381,6 +388,22 @@ mod tests {
             flags.health_probe_bind_address,
             BindAddress::On("127.0.0.1:9000".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn watch_list_sets_how_every_informer_of_the_manager_gets_its_initial_state() {
+        let strategy = |args: &[&str]| {
+            Flags::try_parse_from(args)
+                .unwrap()
+                .config()
+                .unwrap()
+                .informers
+                .watch_list
+        };
+        assert_eq!(strategy(&["op"]), WatchList::Off);
+        assert_eq!(strategy(&["op", "--watch-list=auto"]), WatchList::Auto);
+        assert_eq!(strategy(&["op", "--watch-list", "on"]), WatchList::On);
+        assert!(Flags::try_parse_from(["op", "--watch-list=yes"]).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Checks the fake's API semantics through a real `kube::Client`.
 
 mod objects;
+mod streaming;
 mod watch;
 
 use futures::{StreamExt, TryStreamExt};

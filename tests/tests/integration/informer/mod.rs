@@ -1,5 +1,5 @@
-//! Informers list in pages, survive cut connections and expired versions, share one watch, and
-//! skip objects that do not decode.
+//! Informers list in pages (or fall back to them from streaming lists), survive cut connections
+//! and expired versions, share one watch, and skip objects that do not decode.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +17,7 @@ use kubeward_tests::event_about_a_config_map;
 mod backlog;
 mod cached;
 mod crd;
+mod streaming;
 mod strict;
 
 const SYNC: Duration = Duration::from_secs(60);
