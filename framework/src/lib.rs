@@ -46,13 +46,11 @@
 //! - `cli` (default): [`Manager::from_args`](manager::Manager::from_args), its flags, subcommands
 //!   and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
 //!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
-//!   election, metrics, sharding and the `crd`/`manifests` commands are all there.
-//! - `tls` (default): HTTPS serving with rustls (the `tls` module; rcgen for self-signed certificates) and
-//!   secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the Helm chart).
-//!
-//! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
-//! reconcile kit, leader election, plain-HTTP metrics and probes, sharding and the manager with
-//! a `Config` built in code; CI builds it on its own.
+//!   election, metrics and sharding are all there (the `crd` and `manifests` subcommands are the
+//!   command line's).
+//! - `tls` (default): HTTPS serving with rustls (the `tls` module; rcgen for self-signed
+//!   certificates) and secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the
+//!   Helm chart).
 //! - `webhooks` (turns on `tls`): admission and conversion webhooks (the `webhook` module,
 //!   `Manager::add_webhook` and `add_conversion`, the `--webhook-*` flags), and a sharded ring's
 //!   assignment webhooks. As with kubebuilder's `create webhook`, an operator adds them when it
@@ -61,6 +59,10 @@
 //! - `testing`: the test kit (the `kubeward-testing` crate, re-exported as `testing`) and
 //!   kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]`
 //!   only.
+//!
+//! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
+//! reconcile kit, leader election, plain-HTTP metrics and probes, sharding and the manager with
+//! a `Config` built in code; CI lints it on its own, and with `cli` alone.
 //!
 //! # Layout
 //!
