@@ -160,7 +160,7 @@ pub mod prelude {
 ///   `Ready`/`Reason`/`Message` columns; with `versions(...)`, every version (this one stored)
 ///   and a conversion webhook ([`crd::with_versions`]);
 /// - with `versions(...)`, `Kind::converter()`: the [`conversion::Converter`] between them, for
-///   [`Manager::add_conversion`](manager::Manager::add_conversion) to serve.
+///   `Manager::add_conversion` (feature `webhooks`) to serve.
 ///
 /// Short names, categories (`kubectl get CATEGORY`) and extra columns are kube's keys:
 /// `#[kube(shortname = "...", category = "...", printcolumn = ...)]`; `#[controller]` has none.

@@ -12,7 +12,7 @@
 //!
 //! `#[derive(Controller)]` with `#[controller(versions(...))]` declares the other versions of
 //! a kind: the CRD then carries them and a conversion webhook, and `Kind::converter()` is the
-//! converter that [`Manager::add_conversion`](crate::manager::Manager::add_conversion) serves
+//! converter that `Manager::add_conversion` (feature `webhooks`) serves
 //! at `/convert` on the webhook server.
 
 mod converter;

@@ -285,7 +285,7 @@ impl Config {
     /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`): the
     /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
     /// run on every replica, each on its share; the leader runs the sharder. When the
-    /// [webhook server](Self::webhook) has a certificate (self-signed, or `tls.crt` in its
+    /// webhook server (`Self::webhook`, feature `webhooks`) has a certificate (self-signed, or `tls.crt` in its
     /// directory) and a port, every replica also serves the webhooks that assign the ring's new
     /// objects as they are created. `None` (the default): every controller runs unsharded.
     #[must_use]

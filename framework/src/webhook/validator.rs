@@ -62,7 +62,7 @@ pub trait Validator<K: Admissible>: Send + Sync + 'static {
     }
 
     /// Checks an object about to be deleted (called only when the webhook's
-    /// [operations](super::Webhook::operations) include `DELETE`).
+    /// [operations](super::Admission::operations) include `DELETE`).
     fn validate_delete(
         &self,
         object: &K,

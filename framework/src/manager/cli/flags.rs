@@ -15,7 +15,7 @@ use crate::{leader, names};
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
 ///
 /// Embed it in your own `clap` parser with `#[command(flatten)]`, or let
-/// [`Manager::from_args`](super::Manager::from_args) parse it alone.
+/// [`Manager::from_args`](crate::manager::Manager::from_args) parse it alone.
 #[derive(Clone, Debug, Parser)]
 #[command(about = "A Kubernetes operator built with kubeward", long_about = None)]
 #[non_exhaustive]
@@ -257,7 +257,7 @@ impl Flags {
         ))
     }
 
-    /// [`Self::config`], and, unless a [`Command`](super::Command) runs instead of the operator,
+    /// [`Self::config`], and, unless a [`Command`] runs instead of the operator,
     /// that `--kubeconfig` reads and `--context` exists: everything clap cannot check alone.
     pub(crate) fn checked_config(&self) -> Result<Config, Error> {
         let config = self.config()?;
