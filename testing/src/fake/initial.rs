@@ -20,7 +20,8 @@ const CHUNK: usize = 64 * 1024;
 /// Objects are read as the stream reaches them, not copied at the start, so a stream of a
 /// million objects holds one chunk at a time. An object changed meanwhile is sent as it is
 /// now (its change event follows the bookmark, as for any watch); one deleted before it was
-/// reached is not sent.
+/// reached is sent as it was when the watch opened, its `DELETED` event after the bookmark,
+/// as a real server sends its snapshot.
 #[derive(Debug)]
 pub(crate) struct InitialEvents {
     pub(crate) state: Arc<Mutex<State>>,
@@ -71,7 +72,7 @@ impl InitialEvents {
         let mut taken = 0;
         let mut last = None;
         let mut reached_end = true;
-        for (key, object) in state.objects_after(&self.resource, self.after.as_ref()) {
+        for (key, object) in state.objects_at(&self.resource, self.revision, self.after.as_ref()) {
             let wanted = wants(self.namespace.as_deref(), &self.selector, object);
             if chunk.len() >= CHUNK || (wanted && taken >= room) {
                 reached_end = false;
@@ -85,7 +86,7 @@ impl InitialEvents {
         }
         self.sent += taken;
         if let Some(last) = last {
-            self.after = Some(last.clone());
+            self.after = Some(last.into_owned());
         }
         drop(state);
         if !chunk.is_empty() {

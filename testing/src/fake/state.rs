@@ -1,5 +1,6 @@
 //! Stores the fake's objects, its event history and its open watches.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -286,6 +287,62 @@ impl State {
             .take_while(move |((r, _, _), _)| r == resource)
     }
 
+    /// The objects of the kind stored under `resource` as a streaming list opened at `revision`
+    /// sends them, in key order, after the key `after`: those stored now (as they are now), and
+    /// those deleted since (as they were at `revision`), as a real server's snapshot holds them.
+    /// Deletes the history has forgotten are not undone.
+    pub(crate) fn objects_at<'a>(
+        &'a self,
+        resource: &'a str,
+        revision: u64,
+        after: Option<&Key>,
+    ) -> impl Iterator<Item = (Cow<'a, Key>, &'a Value)> + 'a {
+        // Newest first, so each key ends with what it was before its first change since.
+        let mut before = BTreeMap::new();
+        let since = self.history.iter().rev();
+        for event in since.take_while(|event| event.revision > revision) {
+            if event.resource != resource {
+                continue;
+            }
+            let object = event.old.as_ref().unwrap_or(&event.object);
+            let metadata = &object["metadata"];
+            let key = (
+                resource.to_owned(),
+                metadata["namespace"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                metadata["name"].as_str().unwrap_or_default().to_owned(),
+            );
+            let was = (event.kind != EventType::Added).then_some(object);
+            before.insert(key, was);
+        }
+        let mut deleted = before
+            .into_iter()
+            .filter_map(|(key, was)| was.map(|was| (key, was)))
+            .filter(|(key, _)| {
+                after.is_none_or(|after| key > after) && !self.objects.contains_key(key)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .peekable();
+        let mut stored = self.objects_after(resource, after).peekable();
+        std::iter::from_fn(move || {
+            let deleted_first = match (stored.peek(), deleted.peek()) {
+                (Some((stored, _)), Some((deleted, _))) => deleted < *stored,
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            if deleted_first {
+                deleted.next().map(|(key, was)| (Cow::Owned(key), was))
+            } else {
+                stored
+                    .next()
+                    .map(|(key, object)| (Cow::Borrowed(key), object))
+            }
+        })
+    }
+
     /// How many times every open watch was ended with 410 Gone.
     pub(crate) fn expired_watches(&self) -> u64 {
         self.expired_watches
@@ -551,7 +608,12 @@ impl State {
         self.next_revision(&mut next);
         if is_deleting(&next) && !has_finalizers(&next) {
             self.objects.remove(&key);
-            self.emit(EventType::Deleted, kind.storage_key(), next.clone(), None);
+            self.emit(
+                EventType::Deleted,
+                kind.storage_key(),
+                next.clone(),
+                Some(old),
+            );
         } else {
             self.objects.insert(key, next.clone());
             self.emit(
@@ -607,9 +669,14 @@ impl State {
             );
             return Ok(next);
         }
-        let mut gone = self.objects.remove(&key).unwrap_or(old);
+        let mut gone = self.objects.remove(&key).unwrap_or_else(|| old.clone());
         self.next_revision(&mut gone);
-        self.emit(EventType::Deleted, kind.storage_key(), gone.clone(), None);
+        self.emit(
+            EventType::Deleted,
+            kind.storage_key(),
+            gone.clone(),
+            Some(old),
+        );
         Ok(gone)
     }
 }

@@ -72,6 +72,20 @@ async fn until_cache_equals_list(
     Ok(())
 }
 
+/// Every ConfigMap of the namespace, listed in pages of `limit`.
+async fn paginated_list(api: &Api<ConfigMap>, limit: u32) -> kube::Result<Vec<ConfigMap>> {
+    let mut params = ListParams::default().limit(limit);
+    let mut items = Vec::new();
+    loop {
+        let page = api.list(&params).await?;
+        items.extend(page.items);
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(items),
+        }
+    }
+}
+
 fn streaming() -> Config {
     Config::default().watch_list(WatchList::On)
 }
@@ -168,6 +182,62 @@ async fn the_cache_syncs_only_after_the_annotated_bookmark_and_deletes_meanwhile
     tokio::time::timeout(WAIT, informer.wait_for_sync()).await??;
     until_cache_equals_list(&informer, &fake).await?;
     assert_eq!(informer.store().len(), 3);
+    informer.shutdown().await;
+    Ok(())
+}
+
+/// A real server (1.27+) streams a snapshot of the state at the watch's start, and its end
+/// bookmark carries that version: an object deleted amid the initial events is among them
+/// whether it was sent before the delete (`cm-1`) or not (`cm-7`), and its `DELETED` event
+/// follows the end bookmark. The fake does the same; the cache must lose both.
+#[tokio::test]
+async fn objects_deleted_amid_the_initial_events_leave_the_cache_once_their_deletes_arrive()
+-> anyhow::Result<()> {
+    let fake = FakeApiServer::new().with_bookmark_interval(Duration::from_millis(10));
+    fake.register::<ConfigMap>();
+    for i in 0..10 {
+        fake.seed(&config_map(NAMESPACE, &format!("cm-{i}"), "web"))?;
+    }
+    fake.stall_initial_events_after(4);
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), NAMESPACE);
+    let informer = SharedInformer::new(api.clone(), streaming());
+    informer.start()?;
+    let store = informer.store();
+    wait_for(WAIT, "cm-0 to cm-3 streamed, then the stall", || {
+        let cached = store.len();
+        async move { (cached == 4).then_some(()) }
+    })
+    .await?;
+
+    api.delete("cm-1", &DeleteParams::default()).await?;
+    api.delete("cm-7", &DeleteParams::default()).await?;
+    fake.resume_initial_events();
+    tokio::time::timeout(WAIT, informer.wait_for_sync()).await??;
+    wait_for(
+        WAIT,
+        "the cache to hold what a paginated list gives",
+        || {
+            let (api, store) = (api.clone(), store.clone());
+            async move {
+                let listed = paginated_list(&api, 3).await.ok()?;
+                let cached = store.list();
+                (identities(&listed) == identities(cached.iter().map(AsRef::as_ref))).then_some(())
+            }
+        },
+    )
+    .await?;
+    for deleted in ["cm-1", "cm-7"] {
+        assert!(
+            store.get_by_name(Some(NAMESPACE), deleted).is_none(),
+            "{deleted} was deleted amid the initial events"
+        );
+    }
+    let listed = paginated_list(&api, 3).await?;
+    assert_eq!(listed.len(), 8, "ten seeded, two deleted");
+    assert_eq!(
+        identities(store.list().iter().map(AsRef::as_ref)),
+        identities(&listed)
+    );
     informer.shutdown().await;
     Ok(())
 }

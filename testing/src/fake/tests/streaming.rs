@@ -94,6 +94,52 @@ async fn a_stalled_stream_sends_bookmarks_without_the_end_and_an_expiry_ends_it_
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn objects_deleted_amid_the_initial_events_are_sent_as_at_the_start_then_deleted() {
+    let fake = fake().with_bookmark_interval(Duration::from_millis(10));
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    for name in ["a", "b", "c"] {
+        fake.seed(&config_map(name, &[])).unwrap();
+    }
+    let revision = fake.resource_version();
+    fake.stall_initial_events_after(1);
+    let mut stream = configmaps.watch(&streaming(), "").await.unwrap().boxed();
+    assert_eq!(next_event(&mut stream).await, "ADDED a");
+    // A streamed object, one not streamed yet, and one created after the stream opened.
+    for name in ["a", "c"] {
+        configmaps
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    fake.seed(&config_map("d", &[])).unwrap();
+    configmaps
+        .delete("d", &DeleteParams::default())
+        .await
+        .unwrap();
+    fake.resume_initial_events();
+    let mut events = Vec::new();
+    while events.len() < 7 {
+        let event = next_event(&mut stream).await;
+        if event != format!("BOOKMARK {revision}") {
+            events.push(event);
+        }
+    }
+    assert_eq!(
+        events,
+        [
+            "ADDED b".to_owned(),
+            "ADDED c".to_owned(),
+            format!("BOOKMARK {revision} end"),
+            "DELETED a".to_owned(),
+            "DELETED c".to_owned(),
+            "ADDED d".to_owned(),
+            "DELETED d".to_owned(),
+        ],
+        "the initial events are the state when the stream opened, as a real server's snapshot"
+    );
+}
+
 #[tokio::test]
 async fn streaming_lists_are_checked_as_a_1_27_server_checks_them_and_refused_by_an_old_one() {
     let fake = fake();
