@@ -94,22 +94,27 @@ async fn an_outage_with_a_hundred_reconciles_queued_logs_a_few_lines_and_how_man
     // A reconcile takes a second (the delay annotation) and one runs at a time, so the queue
     // holds nearly all of them when the outage begins.
     create_slow_generators(&Api::namespaced(cp.client(), &ns)).await?;
+    let depth = || async {
+        let page = scrape(metrics).await.ok()?;
+        let depth: f64 = page
+            .lines()
+            .filter(|l| l.starts_with("workqueue_depth{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        Some(depth)
+    };
     wait_for(
         Duration::from_secs(60),
         "the operator to lead and queue the generators",
-        || async {
-            let page = scrape(metrics).await.ok()?;
-            let depth: f64 = page
-                .lines()
-                .filter(|l| l.starts_with("workqueue_depth{"))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum();
-            (depth >= 90.0).then_some(())
-        },
+        || async { depth().await.filter(|d| *d >= 90.0) },
     )
     .await?;
 
     proxy.cut();
+    // What is still queued as the server goes away (/metrics is not behind the proxy): each of
+    // these reconciles meets the outage and waits for the server. On a busy machine a few more
+    // may finish between the wait above and the cut.
+    let queued = depth().await.unwrap_or_default();
     tokio::time::sleep(OUTAGE).await; // the outage itself: its length is what is under test
     proxy.restore();
     let back = wait_for(
@@ -168,9 +173,12 @@ async fn an_outage_with_a_hundred_reconciles_queued_logs_a_few_lines_and_how_man
         })
         .expect("the line was waited for");
     let waiting = recovered["waiting_reconciles"].as_u64().unwrap_or_default();
+    eprintln!("{queued} reconciles queued at the cut, {waiting} waited for the server");
+    // The reconcile that was running at the cut may have finished its writes before it.
     assert!(
-        waiting >= 90,
-        "the line saying the server is back counts the reconciles that waited: {recovered}"
+        waiting as f64 + 1.0 >= queued && queued >= 80.0,
+        "the line saying the server is back counts the {queued} reconciles queued at the cut as \
+         waiting: {recovered}"
     );
     Ok(())
 }
