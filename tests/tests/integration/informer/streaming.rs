@@ -2,49 +2,14 @@
 //! back to paginated lists once, `on` keeps asking and never lists.
 
 use super::*;
+use crate::fixtures::Log;
 use kubeward::informer::WatchList;
-
-/// The lines logged on this thread (with the test's current-thread runtime: by every task of
-/// the informer) at info and above.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Log {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let log = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("kubeward=info")
-            .with_ansi(false)
-            .with_writer(move || log.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn lines_with(&self, part: &str) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|line| line.contains(part))
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn auto_falls_back_to_paginated_lists_on_the_1_20_server_with_one_log_line()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("kubeward=info");
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("inf-watchlist-auto").await?;
     let admin: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);

@@ -8,7 +8,6 @@
 
 use crate::fixtures::until_allowed;
 use crate::fixtures::watching;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -16,12 +15,11 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::manager::Manager;
-use kubeward::testing::{ControlPlane, install_definition, wait_for};
+use kubeward::testing::{ControlPlane, install_definition};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
 use kubeward_tests::metric_sum;
-use parking_lot::Mutex;
 
 mod necessary;
 mod owner_references;
@@ -134,51 +132,4 @@ fn reconcile_errors(manager: &prometheus::Registry) -> f64 {
         ("controller", CONTROLLER),
         |m| m.get_counter().get_value(),
     )
-}
-
-/// The warnings and errors logged on this thread; with a current-thread runtime that is every
-/// task of the test, the manager's included.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Log {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let log = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("warn")
-            .with_ansi(false)
-            .with_writer(move || log.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock()).into_owned()
-    }
-
-    /// Waits for a logged line holding every one of `parts`, and returns it.
-    async fn line_with(&self, parts: &[&str]) -> anyhow::Result<String> {
-        let what = format!("a logged line with {parts:?}");
-        let found = wait_for(REACT, &what, || async {
-            self.text()
-                .lines()
-                .find(|line| parts.iter().all(|p| line.contains(p)))
-                .map(str::to_owned)
-        })
-        .await;
-        found.map_err(|e| {
-            anyhow::Error::from(e).context(format!("the log so far:\n{}", self.text()))
-        })
-    }
-}
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

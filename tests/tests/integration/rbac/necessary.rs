@@ -8,13 +8,14 @@ use kube::api::PostParams;
 use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
 
-use super::{Log, REACT, all_rules_but, generator, reconcile_errors, run_as};
+use super::{REACT, all_rules_but, generator, reconcile_errors, run_as};
+use crate::fixtures::Log;
 
 #[tokio::test(flavor = "current_thread")]
 async fn without_the_rule_on_its_own_kind_the_operator_cannot_list_it_and_says_so()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let rules = all_rules_but("configmapgenerators")?;
     let (ns, manager) = run_as(cp, "rbac-no-kind", rules).await?;
@@ -25,13 +26,16 @@ async fn without_the_rule_on_its_own_kind_the_operator_cannot_list_it_and_says_s
         .create(&PostParams::default(), &generator("unseen"))
         .await?;
 
-    log.line_with(&[
-        "list failed; retrying",
-        &format!(
-            "cannot list resource \"configmapgenerators\" in API group \"demo.kubeward.dev\" \
+    log.line_with(
+        REACT,
+        &[
+            "list failed; retrying",
+            &format!(
+                "cannot list resource \"configmapgenerators\" in API group \"demo.kubeward.dev\" \
              in the namespace \"{ns}\""
-        ),
-    ])
+            ),
+        ],
+    )
     .await?;
     token.cancel();
     tokio::time::timeout(REACT, run).await???;
@@ -42,7 +46,7 @@ async fn without_the_rule_on_its_own_kind_the_operator_cannot_list_it_and_says_s
 async fn without_the_status_rule_the_reconcile_fails_naming_patch_on_the_status()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let rules = all_rules_but("configmapgenerators/status")?;
     let (ns, manager) = run_as(cp, "rbac-no-status", rules).await?;
@@ -54,13 +58,16 @@ async fn without_the_status_rule_the_reconcile_fails_naming_patch_on_the_status(
         .create(&PostParams::default(), &generator("short"))
         .await?;
 
-    log.line_with(&[
-        "reconcile failed",
-        &format!(
-            "the controller may not patch configmapgenerators/status in API group \
+    log.line_with(
+        REACT,
+        &[
+            "reconcile failed",
+            &format!(
+                "the controller may not patch configmapgenerators/status in API group \
              \"demo.kubeward.dev\" in namespace \"{ns}\""
-        ),
-    ])
+            ),
+        ],
+    )
     .await?;
     wait_for(REACT, "the failed reconcile counted", || async {
         (reconcile_errors(&registry) >= 1.0).then_some(())
@@ -80,7 +87,7 @@ async fn without_the_status_rule_the_reconcile_fails_naming_patch_on_the_status(
 async fn without_the_configmaps_rule_the_operator_cannot_list_what_it_owns_and_says_so()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let rules = all_rules_but("configmaps")?;
     let (ns, manager) = run_as(cp, "rbac-no-configmaps", rules).await?;
@@ -91,10 +98,15 @@ async fn without_the_configmaps_rule_the_operator_cannot_list_what_it_owns_and_s
         .create(&PostParams::default(), &generator("owner"))
         .await?;
 
-    log.line_with(&[
-        "list failed; retrying",
-        &format!("cannot list resource \"configmaps\" in API group \"\" in the namespace \"{ns}\""),
-    ])
+    log.line_with(
+        REACT,
+        &[
+            "list failed; retrying",
+            &format!(
+                "cannot list resource \"configmaps\" in API group \"\" in the namespace \"{ns}\""
+            ),
+        ],
+    )
     .await?;
     token.cancel();
     tokio::time::timeout(REACT, run).await???;
@@ -105,7 +117,7 @@ async fn without_the_configmaps_rule_the_operator_cannot_list_what_it_owns_and_s
 async fn without_the_events_rule_the_work_is_done_but_its_events_are_refused_and_logged()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let rules = all_rules_but("events")?;
     let (ns, manager) = run_as(cp, "rbac-no-events", rules).await?;
@@ -123,14 +135,17 @@ async fn without_the_events_rule_the_work_is_done_but_its_events_are_refused_and
     })
     .await?;
     // ... and its Generated Event is refused, which the log says with the missing permission.
-    log.line_with(&[
-        "could not record an Event",
-        "reason=Generated",
-        &format!(
-            "cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \
+    log.line_with(
+        REACT,
+        &[
+            "could not record an Event",
+            "reason=Generated",
+            &format!(
+                "cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \
              \"{ns}\""
-        ),
-    ])
+            ),
+        ],
+    )
     .await?;
     token.cancel();
     tokio::time::timeout(REACT, run).await???;

@@ -7,12 +7,13 @@ use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_examples::by_hand::generated_name;
 use kubeward_examples::configmap_generator::ConfigMapGenerator;
 
-use super::{Log, REACT, generator, run_as};
+use super::{REACT, generator, run_as};
+use crate::fixtures::Log;
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_derived_controller_runs_on_exactly_the_generated_rules() -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let (ns, manager) = run_as(cp, "rbac-all", ConfigMapGenerator::rbac_rules()).await?;
     let token = manager.shutdown_token();

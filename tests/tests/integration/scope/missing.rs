@@ -9,13 +9,14 @@ use kubeward::informer::CacheScope;
 use kubeward::manager::{Config, Manager};
 use kubeward::testing::{ControlPlane, wait_for};
 
-use super::{Log, REACT, Seen, create};
+use super::{REACT, Seen, create};
+use crate::fixtures::Log;
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_watched_namespace_that_does_not_exist_is_warned_of_and_cached_once_created()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     let client = cp.client();
     let present = cp.create_namespace("scope-present").await?;

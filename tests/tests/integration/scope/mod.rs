@@ -99,35 +99,3 @@ async fn create(
         .await?;
     Ok(())
 }
-
-/// The warnings logged on this thread; with a current-thread runtime that is every task of the
-/// test, the manager's included.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Log {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let log = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("warn")
-            .with_ansi(false)
-            .with_writer(move || log.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock()).into_owned()
-    }
-}
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}

@@ -14,12 +14,13 @@ use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
 };
 
-use super::{Log, REACT};
+use super::REACT;
+use crate::fixtures::Log;
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_operator_runs_on_roles_in_its_watched_namespaces_alone() -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("warn");
     let cp = ControlPlane::shared().await?;
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let a = cp.create_namespace("scope-rbac-a").await?;

@@ -2,8 +2,7 @@
 //! the sharder took over its Lease leads once the takeover's term ends, and a shard that loses
 //! its Lease says so in its log line and its metrics.
 
-use crate::fixtures::watching;
-use std::sync::Arc;
+use crate::fixtures::{Log, watching};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -18,7 +17,6 @@ use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::sharding::{RING_LABEL, SHARDER_IDENTITY};
 use kubeward::testing::{ControlPlane, NoopReconciler, wait_for};
 use kubeward_tests::metric_sum;
-use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -153,46 +151,11 @@ async fn a_shard_restarted_after_its_lease_was_taken_over_leads_when_the_takeove
     live.stop().await
 }
 
-/// What is logged on this thread; with a current-thread runtime that is every task of the
-/// test, the manager's included.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Log {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let log = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("error")
-            .with_ansi(false)
-            .with_writer(move || log.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock())
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn a_shard_that_loses_its_lease_says_so_in_the_log_line_that_stops_it_and_in_a_metric()
 -> anyhow::Result<()> {
     let log = Log::default();
-    let _capture = log.capture();
+    let _capture = log.capture("error");
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("shard-lost").await?;
     let client = cp.client();
@@ -222,11 +185,7 @@ async fn a_shard_that_loses_its_lease_says_so_in_the_log_line_that_stops_it_and_
     .await?;
     let ended = tokio::time::timeout(WAIT, replica.run).await??;
     let error = ended.expect_err("a shard that lost its Lease stops with an error");
-    let stopping: Vec<String> = log
-        .lines()
-        .into_iter()
-        .filter(|l| l.contains("stopping the manager"))
-        .collect();
+    let stopping = log.lines_with("stopping the manager");
     assert!(
         stopping
             .iter()
