@@ -46,8 +46,8 @@
 //! - `cli` (default): [`Manager::from_args`](manager::Manager::from_args), its flags, subcommands
 //!   and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
 //!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
-//!   election, metrics and sharding are all there (the `crd` and `manifests` subcommands are the
-//!   command line's).
+//!   election and metrics are all there (the `crd` and `manifests` subcommands are the command
+//!   line's).
 //! - `tls` (default): HTTPS serving with rustls (the `tls` module; rcgen for self-signed
 //!   certificates) and secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the
 //!   Helm chart).
@@ -56,13 +56,18 @@
 //!   assignment webhooks. As with kubebuilder's `create webhook`, an operator adds them when it
 //!   has webhooks; a CRD's versions and their [`conversion`]s compile without it, and without it
 //!   the `crd` command prints a CRD that serves only its stored version.
+//! - `sharding`: one controller spread over replicas, each reconciling its share (the sharder,
+//!   shard Leases, `Config::shard`, the `--shard-*` flags, the `shards`
+//!   command; with `webhooks`, the ring's assignment webhooks). Without it,
+//!   [`Controller::ring`](controller::Controller::ring) only names the ring; [`sharding`] keeps
+//!   its labels and keys.
 //! - `testing`: the test kit (the `kubeward-testing` crate, re-exported as `testing`) and
 //!   kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]`
 //!   only.
 //!
 //! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
-//! reconcile kit, leader election, plain-HTTP metrics and probes, sharding and the manager with
-//! a `Config` built in code; CI lints it on its own, and with `cli` alone.
+//! reconcile kit, leader election, plain-HTTP metrics and probes and the manager with a `Config`
+//! built in code; CI lints it on its own, and with `cli` alone.
 //!
 //! # Layout
 //!
@@ -78,7 +83,7 @@
 //! | `webhook` | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller (feature `webhooks`) |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
 //! | `manifests` | the chart's files from the controllers' CRDs and rules (the `crd` and `manifests` commands write them) |
-//! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook |
+//! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook (feature `sharding`, but for the labels) |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |

@@ -130,8 +130,9 @@ impl<K: Cacheable> Controller<K> {
             metrics,
             own_writes,
             self.kind,
-        )
-        .with_owned_labels(self.owned_labels);
+        );
+        #[cfg(feature = "sharding")]
+        let ctx = ctx.with_owned_labels(self.owned_labels);
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,

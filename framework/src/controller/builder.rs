@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 use kube::core::PartialObjectMeta;
 
+#[cfg(feature = "sharding")]
 use super::drain::Draining;
 use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
@@ -16,6 +17,7 @@ use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
 use crate::queue::RateLimiter;
 use crate::rbac::PolicyRule;
+#[cfg(feature = "sharding")]
 use crate::sharding::{KindSharder, OwnedLabels, drain_label};
 
 /// How many reconciles of one controller run at once unless set: one, as in controller-runtime
@@ -69,8 +71,10 @@ pub struct Controller<K> {
     /// The controller ring it belongs to, if it can be sharded.
     pub(crate) ring: Option<String>,
     /// The sharders of its kind and the kinds it owns, for a sharded run.
+    #[cfg(feature = "sharding")]
     pub(crate) kinds: Vec<KindSharder>,
     /// On a shard: the label it sets on the owned objects it applies.
+    #[cfg(feature = "sharding")]
     pub(crate) owned_labels: Option<Arc<OwnedLabels>>,
 }
 
@@ -125,8 +129,15 @@ impl<K: Watchable> Controller<K> {
 
     /// With the sharder of its own kind first among `kinds`: a controller of a compiled kind
     /// can be sharded (one over a kind found at run time cannot yet).
+    #[cfg(feature = "sharding")]
     fn shardable(mut self) -> Self {
         self.kinds.insert(0, KindSharder::main::<K>());
+        self
+    }
+
+    /// Without the feature `sharding`, the controller as it is.
+    #[cfg(not(feature = "sharding"))]
+    fn shardable(self) -> Self {
         self
     }
 }
@@ -157,7 +168,9 @@ impl<K: Cacheable> Controller<K> {
             reporting: Reporting::default(),
             to_json: |obj: &K| serde_json::to_value(obj),
             ring: None,
+            #[cfg(feature = "sharding")]
             kinds: Vec::new(),
+            #[cfg(feature = "sharding")]
             owned_labels: None,
         }
     }
@@ -213,6 +226,7 @@ impl<K: Cacheable> Controller<K> {
     /// whenever an object of `C` changes.
     pub fn owns<C: Watchable>(mut self) -> Self {
         self.triggers.push(owner_trigger::<C>(self.kind.clone()));
+        #[cfg(feature = "sharding")]
         self.kinds.push(KindSharder::owned::<C>());
         self
     }
@@ -226,6 +240,7 @@ impl<K: Cacheable> Controller<K> {
     {
         self.triggers
             .push(owner_trigger::<PartialObjectMeta<C>>(self.kind.clone()));
+        #[cfg(feature = "sharding")]
         self.kinds.push(KindSharder::owned::<C>());
         self
     }
@@ -320,7 +335,8 @@ impl<K: Cacheable> Controller<K> {
     /// controller). On a manager that runs as a shard of its ring (`--shard-ring`), it
     /// reconciles and caches only the objects assigned to this shard (and the objects they
     /// own), and the manager's leader runs the sharder that assigns them; elsewhere it runs as
-    /// any controller. See [`sharding`](crate::sharding).
+    /// any controller. See [`sharding`](crate::sharding). Without the feature `sharding` it
+    /// only names the ring, and the controller always runs unsharded.
     ///
     /// # Panics
     /// If `ring` cannot name a Lease and a label value (1-63 lower-case letters, digits, `-` and
@@ -338,6 +354,7 @@ impl<K: Cacheable> Controller<K> {
     }
 
     /// Whether the controller can run as a shard of its ring: its own kind has a sharder.
+    #[cfg(feature = "sharding")]
     pub(crate) fn can_shard(&self) -> bool {
         self.kinds.first().is_some_and(KindSharder::is_main)
     }
@@ -347,6 +364,7 @@ impl<K: Cacheable> Controller<K> {
     /// A drain label that appears always reaches the queue, whatever the controller's predicate
     /// (`generation_changed` would drop it, and the object would stay on this shard until its
     /// spec changes).
+    #[cfg(feature = "sharding")]
     pub(crate) fn into_shard(mut self) -> Self {
         if let Some(ring) = &self.ring {
             self.reconciler = Arc::new(Draining::new(self.reconciler, ring));

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use kube::api::ApiResource;
+use kube::core::ObjectMeta;
 use kube::{Client, Resource};
 
 use super::Kind;
@@ -12,6 +13,7 @@ use crate::cache::Store;
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};
 use crate::metrics::{Metrics, ReadMetrics};
+#[cfg(feature = "sharding")]
 use crate::sharding::OwnedLabels;
 
 /// Handed to every reconcile: cheap to clone, shared by all of a controller's workers.
@@ -30,6 +32,7 @@ struct Inner<K> {
     reads: ReadMetrics,
     kind: Kind,
     /// On a shard: the label the owned objects it applies get.
+    #[cfg(feature = "sharding")]
     owned_labels: Option<Arc<OwnedLabels>>,
 }
 
@@ -74,12 +77,14 @@ impl<K: Resource> Context<K> {
                 own_writes,
                 reads,
                 kind,
+                #[cfg(feature = "sharding")]
                 owned_labels: None,
             }),
         }
     }
 
     /// With `labels` set on the owned objects it applies (a shard's controller).
+    #[cfg(feature = "sharding")]
     pub(crate) fn with_owned_labels(mut self, labels: Option<Arc<OwnedLabels>>) -> Self {
         let Some(inner) = Arc::get_mut(&mut self.inner) else {
             unreachable!("invariant: a context is not shared before it is complete");
@@ -152,9 +157,38 @@ impl<K: Resource> Context<K> {
         &self.inner.scope
     }
 
-    /// On a shard: the label the owned objects it applies get (for the reconcile kit).
-    pub(crate) fn owned_labels(&self) -> Option<&OwnedLabels> {
-        self.inner.owned_labels.as_deref()
+    /// Whether owned objects of `C` carry their owner's shard label, and so move with it (only
+    /// on a shard of a ring that owns `C`).
+    #[cfg_attr(
+        not(feature = "sharding"),
+        expect(
+            clippy::unused_self,
+            clippy::extra_unused_type_parameters,
+            reason = "no shards"
+        )
+    )]
+    pub(crate) fn owned_move_with_shard<C: Resource<DynamicType = ()>>(&self) -> bool {
+        #[cfg(feature = "sharding")]
+        return (self.inner.owned_labels.as_deref()).is_some_and(OwnedLabels::covers::<C>);
+        #[cfg(not(feature = "sharding"))]
+        false
+    }
+
+    /// Labels `meta`, of an object of `C` that `owner` owns, with the owner's shard (only on a
+    /// shard of a ring that owns `C`).
+    #[cfg_attr(
+        not(feature = "sharding"),
+        expect(unused_variables, clippy::unused_self, reason = "no shards")
+    )]
+    pub(crate) fn label_with_shard<C: Resource<DynamicType = ()>>(
+        &self,
+        owner: &ObjectMeta,
+        meta: &mut ObjectMeta,
+    ) {
+        #[cfg(feature = "sharding")]
+        if let Some(labels) = &self.inner.owned_labels {
+            labels.label::<C>(owner, meta);
+        }
     }
 
     /// The counters of the reads `get` and `list` serve.

@@ -42,6 +42,7 @@ mod builder;
 mod cleanup;
 mod cluster;
 mod context;
+#[cfg(feature = "sharding")]
 mod drain;
 mod dynamic;
 mod erased;

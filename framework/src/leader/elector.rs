@@ -117,6 +117,7 @@ impl LeaderElector {
     /// Takes `holder` for one that writes the Lease once and never renews it (the sharder's
     /// takeover of a shard Lease): its record expires as it states (see
     /// [`State::unrenewed_holder`]).
+    #[cfg(feature = "sharding")]
     #[must_use]
     pub(crate) fn unrenewed_holder(mut self, holder: &str) -> Self {
         self.state = self.state.unrenewed_holder(holder);
@@ -132,6 +133,7 @@ impl LeaderElector {
     }
 
     /// Labels the Lease carries, set when it is created and on every write (other labels kept).
+    #[cfg(feature = "sharding")]
     #[must_use]
     pub(crate) fn labels(mut self, labels: BTreeMap<String, String>) -> Self {
         self.labels = labels;

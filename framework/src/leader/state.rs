@@ -125,6 +125,7 @@ impl State {
     /// that is sooner): a shard restarted long after the takeover waits for what is left of
     /// the term, not for a whole new one. No one acts on holding such a Lease, so a clock that
     /// runs ahead of the sharder's only shortens a wait that protects no running holder.
+    #[cfg(feature = "sharding")]
     #[must_use]
     pub(crate) fn unrenewed_holder(mut self, holder: impl Into<String>) -> Self {
         self.unrenewed = Some(holder.into());

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+#[cfg(feature = "sharding")]
+use super::Shard;
 use super::transport::HealthChecks;
 use crate::informer::CacheScope;
 #[cfg(feature = "webhooks")]
@@ -93,58 +95,9 @@ pub struct Config {
     pub(crate) informers: informer::Config,
     #[cfg(feature = "webhooks")]
     pub(crate) webhook: webhook::Config,
+    #[cfg(feature = "sharding")]
     pub(crate) shard: Option<Shard>,
     pub(crate) health_checks: HealthChecks,
-}
-
-/// This replica as one shard of a controller ring: the ring's controllers reconcile only the
-/// objects assigned to it (see [`sharding`](crate::sharding)).
-#[derive(Clone, Debug)]
-pub struct Shard {
-    pub(crate) ring: String,
-    pub(crate) id: String,
-    pub(crate) namespace: Option<String>,
-    pub(crate) lease: leader::Config,
-    pub(crate) dead_lease_ttl: Duration,
-}
-
-impl Shard {
-    /// The shard `id` (unique among the ring's replicas: the pod name) of `ring`, holding its
-    /// shard Lease `id` in the pod's namespace with the default Lease timings.
-    #[must_use]
-    pub fn new(ring: impl Into<String>, id: impl Into<String>) -> Self {
-        Self {
-            ring: ring.into(),
-            id: id.into(),
-            namespace: None,
-            lease: leader::Config::default(),
-            dead_lease_ttl: crate::sharding::DEAD_LEASE_TTL,
-        }
-    }
-
-    /// The namespace of the shard Lease (default: the pod's namespace).
-    #[must_use]
-    pub fn namespace(mut self, namespace: Option<String>) -> Self {
-        self.namespace = namespace;
-        self
-    }
-
-    /// The timings of the shard Lease: how long it lasts unrenewed, and so how soon the objects
-    /// of a shard that died move.
-    #[must_use]
-    pub fn lease(mut self, config: leader::Config) -> Self {
-        self.lease = config;
-        self
-    }
-
-    /// How long the Lease of a dead shard (released, or taken over by the sharder) stays after
-    /// its expiry before the sharder, on the leader, deletes it (default
-    /// [`DEAD_LEASE_TTL`](crate::sharding::DEAD_LEASE_TTL), a minute).
-    #[must_use]
-    pub fn dead_lease_ttl(mut self, ttl: Duration) -> Self {
-        self.dead_lease_ttl = ttl;
-        self
-    }
 }
 
 impl Default for Config {
@@ -165,6 +118,7 @@ impl Default for Config {
             informers: informer::Config::default(),
             #[cfg(feature = "webhooks")]
             webhook: webhook::Config::default(),
+            #[cfg(feature = "sharding")]
             shard: None,
             health_checks: HealthChecks::default(),
         }
@@ -282,12 +236,14 @@ impl Config {
         self
     }
 
-    /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`): the
+    /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`; feature
+    /// `sharding`): the
     /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
     /// run on every replica, each on its share; the leader runs the sharder. When the
     /// webhook server (`Self::webhook`, feature `webhooks`) has a certificate (self-signed, or `tls.crt` in its
     /// directory) and a port, every replica also serves the webhooks that assign the ring's new
     /// objects as they are created. `None` (the default): every controller runs unsharded.
+    #[cfg(feature = "sharding")]
     #[must_use]
     pub fn shard(mut self, shard: Option<Shard>) -> Self {
         self.shard = shard;

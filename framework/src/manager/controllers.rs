@@ -27,25 +27,14 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         );
         let mut controller = self;
         manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
-        if controller.can_shard() {
-            manager.record_ring(
-                controller.ring.as_deref().unwrap_or(&name),
-                &controller.kinds,
-            );
-        }
         if !controller.has_concurrency() {
             controller = controller.concurrency(manager.config().default_concurrency());
         }
-        // A controller's ring is its name unless it names one. A controller over a kind found at
-        // run time cannot be sharded yet: it runs on the leader, unsharded.
-        let shard_ring = manager.config().shard.as_ref().map(|s| s.ring.as_str());
-        if shard_ring.is_some()
-            && Some(controller.ring.as_deref().unwrap_or(&name)) == shard_ring
-            && controller.can_shard()
-        {
-            controller.ring.get_or_insert(name);
-            return manager.shard_member(controller);
-        }
+        #[cfg(feature = "sharding")]
+        let controller = match manager.run_in_ring(controller, &name) {
+            Ok(member) => return member,
+            Err(unsharded) => unsharded,
+        };
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());

@@ -29,10 +29,28 @@ pub enum Command {
     /// Print each shard of a controller ring (`--leader-election-namespace` holds their
     /// Leases): its state (ready, expired, uncertain, dead, orphaned), Lease holder, last
     /// renewal, and how many objects of each of the ring's kinds it holds; then exit.
+    #[cfg(feature = "sharding")]
     Shards {
         /// The ring [default: every ring of the operator's controllers]
         ring: Option<String>,
     },
+}
+
+impl Command {
+    /// Whether the command reads a cluster (`shards`), where the others only print or write
+    /// manifests.
+    #[cfg(feature = "cli")]
+    #[cfg_attr(
+        not(feature = "sharding"),
+        expect(clippy::unused_self, reason = "no shards")
+    )]
+    pub(crate) fn needs_cluster(&self) -> bool {
+        #[cfg(feature = "sharding")]
+        if matches!(self, Self::Shards { .. }) {
+            return true;
+        }
+        false
+    }
 }
 
 impl Manager {
@@ -53,6 +71,10 @@ impl Manager {
     }
 
     /// Carries out `command` for the controllers added so far.
+    #[cfg_attr(
+        not(feature = "sharding"),
+        expect(clippy::unused_async, reason = "only `shards` reads")
+    )]
     pub(super) async fn run_command(&self, command: &Command) -> Result<()> {
         let mut recorded = std::mem::take(&mut *self.manifests.lock());
         match command {
@@ -78,6 +100,7 @@ impl Manager {
                 let webhooks = None;
                 Ok(write_chart(&chart, &program(), &recorded, webhooks)?)
             }
+            #[cfg(feature = "sharding")]
             Command::Shards { ring } => self.print_rings(ring.as_deref()).await,
         }
     }

@@ -25,14 +25,12 @@ mod http;
 mod manifests;
 mod namespaces;
 mod program;
-mod ring;
 mod run;
 mod runnable;
 #[cfg(feature = "tls")]
 mod secure_metrics;
-#[cfg(feature = "webhooks")]
-mod shard_assignment;
-mod sharding;
+#[cfg(feature = "sharding")]
+mod shard;
 mod shutdown;
 mod transport;
 #[cfg(feature = "webhooks")]
@@ -45,14 +43,18 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(all(feature = "cli", feature = "sharding"))]
+pub use self::cli::ShardFlags;
 #[cfg(all(feature = "cli", feature = "webhooks"))]
 pub use self::cli::WebhookFlags;
 #[cfg(feature = "cli")]
 pub use self::cli::{Flags, LogFormat, init_logging};
-pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss, Shard};
+pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
 pub use self::http::Check;
 pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
+#[cfg(feature = "sharding")]
+pub use self::shard::Shard;
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
 
@@ -118,6 +120,7 @@ pub enum Error {
         lease: String,
     },
     /// The `shards` [`Command`] could not read a ring's Leases or objects.
+    #[cfg(feature = "sharding")]
     #[error("reading the shards of ring {ring}")]
     RingView {
         /// The ring.
@@ -201,12 +204,16 @@ pub struct Manager {
     #[cfg(feature = "webhooks")]
     conversions: Mutex<Vec<crate::conversion::Converter>>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
+    #[cfg(feature = "sharding")]
     informer_factories: crate::metrics::Factories,
     /// A shard's factory, Lease and sharders, from its first controller until it runs.
-    sharding: Mutex<Option<sharding::Sharding>>,
+    #[cfg(feature = "sharding")]
+    sharding: Mutex<Option<shard::Sharding>>,
     /// The controller rings, while the `shards` command waits for [`Self::run`].
-    rings: Mutex<Vec<ring::RecordedRing>>,
+    #[cfg(feature = "sharding")]
+    rings: Mutex<Vec<shard::RecordedRing>>,
     /// Where the `shards` command reads shard Leases (`--leader-election-namespace`).
+    #[cfg(feature = "sharding")]
     lease_namespace: Option<String>,
 }
 
@@ -269,9 +276,13 @@ impl Manager {
             webhook_paths: Mutex::default(),
             #[cfg(feature = "webhooks")]
             conversions: Mutex::default(),
+            #[cfg(feature = "sharding")]
             informer_factories,
+            #[cfg(feature = "sharding")]
             sharding: Mutex::default(),
+            #[cfg(feature = "sharding")]
             rings: Mutex::default(),
+            #[cfg(feature = "sharding")]
             lease_namespace: None,
         }
     }
@@ -324,11 +335,7 @@ impl Manager {
     pub async fn from_flags(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
-        if let Some(command) = flags
-            .command
-            .as_ref()
-            .filter(|c| !matches!(c, Command::Shards { .. }))
-        {
+        if let Some(command) = flags.command.as_ref().filter(|c| !c.needs_cluster()) {
             let mut manager = Self::new(cli::offline_client(), config);
             manager.command = Some(command.clone());
             return Ok(manager);
@@ -337,6 +344,7 @@ impl Manager {
             cli::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
         let mut manager = Self::with_client_config(client_config, config)?;
         manager.command.clone_from(&flags.command);
+        #[cfg(feature = "sharding")]
         manager
             .lease_namespace
             .clone_from(&flags.leader_election_namespace);

@@ -133,8 +133,8 @@ impl Manager {
             return self.run_command(command).await;
         }
         self.check_cache()?;
-        let sharding = self.take_sharding()?;
-        self.runnables.lock().extend(sharding);
+        #[cfg(feature = "sharding")]
+        self.add_shard_runnables()?;
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let mut servers = self.bind_endpoints(&stop_servers).await?;

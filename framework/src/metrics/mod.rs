@@ -209,6 +209,7 @@ impl Metrics {
 
     /// `kubeward_shard_lease_losses_total{ring}`, at zero until this replica loses its shard
     /// Lease of `ring`.
+    #[cfg(feature = "sharding")]
     pub(crate) fn shard_lease_losses(&self, ring: &str) -> prometheus::IntCounter {
         self.shard_lease_losses.with_label_values(&[ring])
     }

@@ -75,9 +75,7 @@ impl<K: Resource> Context<K> {
         let references = meta.owner_references.get_or_insert_with(Vec::new);
         references.retain(|r| r.uid != owner_ref.uid);
         references.push(owner_ref);
-        if let Some(labels) = self.owned_labels() {
-            labels.label::<C>(owner.meta(), meta);
-        }
+        self.label_with_shard::<C>(owner.meta(), meta);
 
         let desired = serde_json::to_value(&child).map_err(|source| Error::Json {
             what: format!("{} {name}", C::kind(&())),

@@ -11,7 +11,6 @@ use crate::cache::ObjectKey;
 use crate::controller::Context;
 use crate::informer::{SharedInformer, Watchable};
 use crate::metrics::ReadSource;
-use crate::sharding::OwnedLabels;
 
 /// The index the kit adds to the cache of an owned kind: each object's controller owner's uid.
 const CONTROLLER_UID_INDEX: &str = "kubeward.dev/controller-uid";
@@ -59,8 +58,7 @@ impl<K: Resource> Context<K> {
         owner: &K,
         keep: &[&str],
     ) -> Result<Vec<ObjectKey>, Error> {
-        let moving = owner.meta().deletion_timestamp.is_some()
-            && self.owned_labels().is_some_and(OwnedLabels::covers::<C>);
+        let moving = owner.meta().deletion_timestamp.is_some() && self.owned_move_with_shard::<C>();
         let targets: Vec<ObjectMeta> = if moving {
             self.owned_on_server::<C>(owner).await?
         } else {

@@ -25,30 +25,51 @@
 //!   takes over the Lease of a shard that stopped renewing it a lease duration ago (the shard
 //!   is then dead), and deletes dead Leases after [`DEAD_LEASE_TTL`]. [`ring_view`] shows the
 //!   ring: each shard's state and how many objects of each kind it holds.
+//!
+//! The labels and keys are always here; the sharder, the shard Leases and a manager's run as a
+//! shard (`--shard-ring`, the `shards` command) come with the feature `sharding`. Without it,
+//! [`Controller::ring`](crate::controller::Controller::ring) only names the ring.
 
-#[cfg(feature = "webhooks")]
+#[cfg(all(feature = "sharding", feature = "webhooks"))]
 mod admission;
+#[cfg(feature = "sharding")]
 mod assignment;
+#[cfg(feature = "sharding")]
 mod failures;
+#[cfg(feature = "sharding")]
 mod hash_ring;
 mod key;
 mod labels;
+#[cfg(feature = "sharding")]
 mod metrics;
+#[cfg(feature = "sharding")]
 mod owned_labels;
+#[cfg(feature = "sharding")]
 mod ring_view;
+#[cfg(feature = "sharding")]
 mod ring_watch;
+#[cfg(feature = "sharding")]
 mod shard_leases;
+#[cfg(feature = "sharding")]
 mod sharder;
+#[cfg(feature = "sharding")]
 mod shards;
 
+#[cfg(feature = "sharding")]
 pub(crate) use assignment::{Decision, decide};
+#[cfg(feature = "sharding")]
 pub use hash_ring::HashRing;
 pub use key::{controller_key, object_key};
 pub use labels::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, drain_label, shard_label};
+#[cfg(feature = "sharding")]
 pub(crate) use metrics::SharderMetrics;
+#[cfg(feature = "sharding")]
 pub(crate) use owned_labels::OwnedLabels;
+#[cfg(feature = "sharding")]
 pub use ring_view::{RingView, ShardRow, ring_view};
-#[cfg(feature = "webhooks")]
+#[cfg(all(feature = "sharding", feature = "webhooks"))]
 pub(crate) use ring_watch::{View, watch_ring};
+#[cfg(feature = "sharding")]
 pub(crate) use sharder::{KindSharder, Sharder};
+#[cfg(feature = "sharding")]
 pub use shards::{DEAD_LEASE_TTL, ShardState, Shards, lease_state};

@@ -150,7 +150,8 @@ impl Admission {
         self
     }
 
-    /// Served at `path` instead of kubebuilder's (for the framework's own webhooks).
+    /// Served at `path` instead of kubebuilder's (for the framework's own webhooks: a shard's).
+    #[cfg(feature = "sharding")]
     #[must_use]
     pub(crate) fn at(mut self, path: String) -> Self {
         self.route.path = path;

@@ -119,6 +119,7 @@ impl Config {
     /// Whether the server can serve securely without the operator's own webhooks: its port is
     /// on and it has a certificate (self-signed, or `tls.crt` in the directory). The
     /// framework's own webhooks (a shard's assignment at creation) are served only then.
+    #[cfg(feature = "sharding")]
     pub(crate) fn can_serve(&self) -> bool {
         self.port != 0 && (self.self_signed || self.cert_dir.join("tls.crt").is_file())
     }

@@ -6,10 +6,8 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use crate::informer::{self, CacheScope, WatchList};
-use crate::manager::{
-    BindAddress, Command, Config, Error, LeaderElection, OnLeadershipLoss, Shard,
-};
-use crate::{leader, names};
+use crate::leader;
+use crate::manager::{BindAddress, Command, Config, Error, LeaderElection, OnLeadershipLoss};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -75,16 +73,6 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_LEADER_ELECTION_ON_LOSS", value_enum, default_value_t = OnLeadershipLoss::Exit)]
     pub leader_election_on_loss: OnLeadershipLoss,
 
-    /// Run as a shard of this controller ring: the ring's controllers reconcile only the objects
-    /// the sharder assigns to this replica; unsharded when unset.
-    #[arg(long, env = "KUBEWARD_SHARD_RING")]
-    pub shard_ring: Option<String>,
-
-    /// This replica's shard id, unique in its ring; defaults to the pod name (`POD_NAME`, else
-    /// `HOSTNAME`).
-    #[arg(long, env = "KUBEWARD_SHARD_ID")]
-    pub shard_id: Option<String>,
-
     /// Watch only these namespaces (`a,b`, or the flag repeated); all namespaces when unset.
     /// `--namespace` is another name for it.
     #[arg(
@@ -143,6 +131,11 @@ pub struct Flags {
     #[command(flatten)]
     pub webhook: super::WebhookFlags,
 
+    /// The flags of a run as a shard (`--shard-*`).
+    #[cfg(feature = "sharding")]
+    #[command(flatten)]
+    pub shard: super::ShardFlags,
+
     /// `crd` or `manifests`: print or write the operator's manifests instead of running it;
     /// `shards`: print its controller rings.
     #[command(subcommand)]
@@ -191,7 +184,10 @@ impl Flags {
                 "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
             ));
         }
-        let shard = self.shard(&election)?;
+        #[cfg(feature = "sharding")]
+        let shard = self
+            .shard
+            .shard(self.leader_election_namespace.clone(), &election)?;
         let cache = CacheScope::default().namespaces(
             self.watch_namespaces
                 .iter()
@@ -217,8 +213,9 @@ impl Flags {
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
-            .informers(informer::Config::default().watch_list(self.watch_list))
-            .shard(shard);
+            .informers(informer::Config::default().watch_list(self.watch_list));
+        #[cfg(feature = "sharding")]
+        let config = config.shard(shard);
         #[cfg(feature = "tls")]
         let config = config
             .metrics_secure(self.metrics_secure)
@@ -228,41 +225,12 @@ impl Flags {
         Ok(config)
     }
 
-    /// The shard these flags describe, with the leader-election timings for its Lease.
-    fn shard(&self, timing: &leader::Config) -> Result<Option<Shard>, Error> {
-        let Some(ring) = &self.shard_ring else {
-            if self.shard_id.is_some() {
-                return Err(Error::InvalidFlags(
-                    "--shard-id: a shard id needs its ring (--shard-ring)".into(),
-                ));
-            }
-            return Ok(None);
-        };
-        let id = match &self.shard_id {
-            Some(id) => id.clone(),
-            None => std::env::var("POD_NAME")
-                .or_else(|_| std::env::var("HOSTNAME"))
-                .unwrap_or_default(),
-        };
-        if let Err(why) = names::short_dns_subdomain(ring).and(names::short_dns_subdomain(&id)) {
-            return Err(Error::InvalidFlags(format!(
-                "--shard-ring {ring:?} / --shard-id {id:?}: each names a Lease and a label value: \
-                 {why}; the shard id defaults to the pod name (POD_NAME, else HOSTNAME)"
-            )));
-        }
-        Ok(Some(
-            Shard::new(ring, id)
-                .namespace(self.leader_election_namespace.clone())
-                .lease(timing.clone()),
-        ))
-    }
-
     /// [`Self::config`], and, unless a [`Command`] runs instead of the operator,
     /// that `--kubeconfig` reads and `--context` exists: everything clap cannot check alone.
     pub(crate) fn checked_config(&self) -> Result<Config, Error> {
         let config = self.config()?;
         // `crd` and `manifests` never talk to a cluster, so its configuration does not matter.
-        if matches!(self.command, None | Some(Command::Shards { .. })) {
+        if self.command.as_ref().is_none_or(Command::needs_cluster) {
             super::kubeconfig::check_kubeconfig(
                 self.kubeconfig.as_deref(),
                 self.context.as_deref(),

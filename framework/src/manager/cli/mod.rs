@@ -6,6 +6,8 @@ mod flags;
 mod kubeconfig;
 mod logging;
 mod offline;
+#[cfg(feature = "sharding")]
+mod shard_flags;
 #[cfg(feature = "webhooks")]
 mod webhook_flags;
 
@@ -14,5 +16,7 @@ pub use self::flags::{Flags, LogFormat};
 pub(super) use self::kubeconfig::client_config;
 pub use self::logging::init_logging;
 pub(super) use self::offline::offline_client;
+#[cfg(feature = "sharding")]
+pub use self::shard_flags::ShardFlags;
 #[cfg(feature = "webhooks")]
 pub use self::webhook_flags::WebhookFlags;

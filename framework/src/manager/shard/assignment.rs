@@ -8,15 +8,15 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use tokio::sync::watch;
 
-use super::{Manager, Runnable, runnable_fn};
 use crate::informer::SharedInformer;
+use crate::manager::{Manager, Runnable, runnable_fn};
 use crate::sharding::{KindSharder, SharderMetrics, View, watch_ring};
 
 impl Manager {
     /// Adds the assignment webhook of each of `kinds` (once per kind) of `ring`, and returns the
     /// runnable that keeps their view of the ring's shard `leases`, when the webhook server can
     /// serve; else nothing (the sharder alone assigns).
-    pub(super) fn assign_at_creation(
+    pub(in crate::manager) fn assign_at_creation(
         &self,
         ring: &str,
         leases: &SharedInformer<Lease>,

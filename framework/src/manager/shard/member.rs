@@ -20,18 +20,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::controllers::Term;
-use super::run::pod_namespace;
-use super::{BoxError, Error, Manager, Runnable, runnable_fn};
 use crate::controller::{Cluster, Controller};
 use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
+use crate::manager::controllers::Term;
+use crate::manager::run::pod_namespace;
+use crate::manager::{BoxError, Error, Manager, Runnable, runnable_fn};
 use crate::sharding::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
 /// What a manager running as a shard holds until it runs.
-pub(super) struct Sharding {
+pub(in crate::manager) struct Sharding {
     /// The ring's controllers' factory: its informers select this shard's objects.
     factory: Arc<Factory>,
     elector: LeaderElector,
@@ -57,12 +57,39 @@ struct LostShardLease {
 }
 
 impl Manager {
+    /// Keeps the ring of `controller` (named `name`) for the `shards` command and, when this
+    /// manager runs as a shard of that ring, binds it as a member; else gives it back, to run
+    /// unsharded. A controller's ring is its name unless it names one. A controller over a kind
+    /// found at run time cannot be sharded yet: it runs on the leader, unsharded.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the Err is the controller handed back, not an error"
+    )]
+    pub(in crate::manager) fn run_in_ring<K: Cacheable>(
+        &self,
+        mut controller: Controller<K>,
+        name: &str,
+    ) -> Result<Box<dyn Runnable>, Controller<K>> {
+        if !controller.can_shard() {
+            return Err(controller);
+        }
+        let ring = controller.ring.clone().unwrap_or_else(|| name.to_owned());
+        self.record_ring(&ring, &controller.kinds);
+        if self
+            .config()
+            .shard
+            .as_ref()
+            .is_none_or(|shard| shard.ring != ring)
+        {
+            return Err(controller);
+        }
+        controller.ring = Some(ring);
+        Ok(self.shard_member(controller))
+    }
+
     /// Binds `controller`, of this shard's ring, to the shard's factory: it reconciles only
     /// this shard's objects, on every replica, while the replica holds its shard Lease.
-    pub(super) fn shard_member<K: Cacheable>(
-        &self,
-        controller: Controller<K>,
-    ) -> Box<dyn Runnable> {
+    fn shard_member<K: Cacheable>(&self, controller: Controller<K>) -> Box<dyn Runnable> {
         let mut sharding = self.sharding.lock();
         if sharding.is_none() {
             match self.start_sharding() {
@@ -148,12 +175,19 @@ impl Manager {
         })
     }
 
-    /// The shard Lease and the sharder, to run beside the ring's controllers; none for a
-    /// manager that is not a shard.
+    /// Adds the shard Lease and the sharder, to run beside the ring's controllers; nothing for
+    /// a manager that is not a shard.
     ///
     /// # Errors
     /// [`Error::InvalidFlags`] for a shard of a ring no controller of this manager is in.
-    pub(super) fn take_sharding(&self) -> Result<Vec<Box<dyn Runnable>>, Error> {
+    pub(in crate::manager) fn add_shard_runnables(&self) -> Result<(), Error> {
+        let runnables = self.take_sharding()?;
+        self.runnables.lock().extend(runnables);
+        Ok(())
+    }
+
+    /// The shard Lease and the sharder; none for a manager that is not a shard.
+    fn take_sharding(&self) -> Result<Vec<Box<dyn Runnable>>, Error> {
         let Some(shard) = &self.config().shard else {
             return Ok(Vec::new());
         };

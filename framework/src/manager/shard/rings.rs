@@ -4,13 +4,13 @@ use std::io::Write as _;
 
 use kube::api::ApiResource;
 
-use super::run::pod_namespace;
-use super::{Error, Manager, Result};
+use crate::manager::run::pod_namespace;
+use crate::manager::{Command, Error, Manager, Result};
 use crate::sharding::{KindSharder, ring_view};
 
 /// A controller ring of the operator, kept while the `shards` command waits for its run.
 #[derive(Debug)]
-pub(super) struct RecordedRing {
+pub(in crate::manager) struct RecordedRing {
     ring: String,
     kinds: Vec<(ApiResource, bool)>,
 }
@@ -18,8 +18,8 @@ pub(super) struct RecordedRing {
 impl Manager {
     /// Keeps the ring of a controller whose kinds are `kinds` (none for a controller that
     /// cannot be sharded), for the `shards` command, when it was given.
-    pub(super) fn record_ring(&self, ring: &str, kinds: &[KindSharder]) {
-        if !matches!(self.command, Some(super::Command::Shards { .. })) || kinds.is_empty() {
+    pub(in crate::manager) fn record_ring(&self, ring: &str, kinds: &[KindSharder]) {
+        if !matches!(self.command, Some(Command::Shards { .. })) || kinds.is_empty() {
             return;
         }
         let mut rings = self.rings.lock();
@@ -35,7 +35,7 @@ impl Manager {
 
     /// Prints the view of `ring`, or of every ring of the operator's controllers: each shard's
     /// Lease state, holder and renewal, and its objects of each kind.
-    pub(super) async fn print_rings(&self, ring: Option<&str>) -> Result<()> {
+    pub(in crate::manager) async fn print_rings(&self, ring: Option<&str>) -> Result<()> {
         let rings = std::mem::take(&mut *self.rings.lock());
         let chosen: Vec<&RecordedRing> = rings
             .iter()
