@@ -24,6 +24,8 @@ pub(crate) struct FanOut<K> {
 pub(crate) struct Relist<'a, K> {
     fan_out: &'a FanOut<K>,
     relist: cache::Relist<'a, K>,
+    /// Objects applied so far.
+    applied: u64,
 }
 
 impl<K: Resource + Send + Sync + 'static> FanOut<K> {
@@ -121,6 +123,7 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         Relist {
             fan_out: self,
             relist,
+            applied: 0,
         }
     }
 }
@@ -128,10 +131,16 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
 impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
     /// Stores one listed object (with its JSON, for a compact store) and tells every handler.
     pub(crate) fn apply(&mut self, obj: Arc<K>, json: Option<Vec<u8>>) {
+        self.applied += 1;
         let listeners = self.fan_out.listeners.lock();
         if let Some(change) = self.relist.apply_with_json(obj, json) {
             hand_out(&listeners, &change);
         }
+    }
+
+    /// How many objects [`Self::apply`] stored so far (changed or not).
+    pub(crate) fn applied(&self) -> u64 {
+        self.applied
     }
 
     /// Removes an object deleted before the list ended and tells every handler.
