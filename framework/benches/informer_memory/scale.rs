@@ -19,10 +19,15 @@ use tokio::time::Instant;
 use crate::child::{self, HOT, Measured, SETTLE, Source};
 use crate::fixtures::{Fixture, quick};
 
-/// ConfigMaps in the store: 1,000,000, or 10,000 with `KUBEWARD_BENCH_QUICK=1`.
+/// ConfigMaps in the store: 1,000,000, or 10,000 with `KUBEWARD_BENCH_QUICK=1`, or as many as
+/// [`OBJECTS`] says (for a machine or a time budget too small for a million). Children inherit it.
 pub(crate) fn objects() -> usize {
-    if quick() { 10_000 } else { 1_000_000 }
+    let given = std::env::var(OBJECTS).ok().and_then(|n| n.parse().ok());
+    given.unwrap_or(if quick() { 10_000 } else { 1_000_000 })
 }
+
+/// The environment variable that sets [`objects`].
+const OBJECTS: &str = "KUBEWARD_BENCH_SCALE_OBJECTS";
 
 /// The caches, by the name a child is started with, and how each is described in the table.
 pub(crate) const CACHES: [(&str, &str); 6] = [

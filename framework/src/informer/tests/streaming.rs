@@ -1,6 +1,8 @@
 //! Streaming lists through the reflector: the cache a stream leaves, when it syncs, 410 Gone
-//! amid the stream, and the fallback to paginated lists on a server that refuses them.
+//! amid the stream, the warnings while its end does not come, and the fallback to paginated lists
+//! on a server that refuses them.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -195,8 +197,6 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
         if *event.metadata().level() != tracing::Level::WARN {
             return;
         }
-        use std::fmt::Write as _;
-
         let mut text = String::new();
         event.record(
             &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
