@@ -123,7 +123,7 @@ async fn served_size(client: &Client, fixture: &Fixture) -> anyhow::Result<usize
 
 fn print(json: usize, rows: &[(&str, Measured)]) {
     let n = objects();
-    println!("## A million objects in one replica: the local control plane\n");
+    println!("## Many objects in one replica: paginated lists from the local control plane\n");
     println!(
         "{n} ConfigMaps of {:.1} KB of JSON each (the fixture of the fake's table, managedFields \
          recorded by the server; kubeward strips them, kube-runtime keeps them by default), \
