@@ -73,10 +73,25 @@ impl ControlPlane {
     /// As [`Self::start`]; an unknown or invalid flag makes kube-apiserver exit, reported as
     /// [`Error::NotReady`] with the end of its log.
     pub async fn start_with_apiserver_flags(flags: &[&str]) -> Result<Self> {
+        Self::start_with(&[], flags).await
+    }
+
+    /// Starts a new control plane, like [`Self::start`], whose etcd also gets `flags` after its
+    /// own (a flag given again wins), e.g. `--quota-backend-bytes=8589934592` to store more than
+    /// etcd's default 2 GB (a million objects of 1 KB).
+    ///
+    /// # Errors
+    /// As [`Self::start`]; an unknown or invalid flag makes etcd exit, reported as
+    /// [`Error::NotReady`] with the end of its log.
+    pub async fn start_with_etcd_flags(flags: &[&str]) -> Result<Self> {
+        Self::start_with(flags, &[]).await
+    }
+
+    async fn start_with(etcd_flags: &[&str], apiserver_flags: &[&str]) -> Result<Self> {
         let binaries = Binaries::find()?;
         let mut attempt = 1;
         loop {
-            match Self::start_once(&binaries, flags).await {
+            match Self::start_once(&binaries, etcd_flags, apiserver_flags).await {
                 Err(Error::NotReady { log_tail, .. })
                     if attempt < START_ATTEMPTS && log_tail.contains("address already in use") =>
                 {
@@ -279,7 +294,11 @@ impl ControlPlane {
         Ok(created.metadata.name.unwrap_or_default())
     }
 
-    async fn start_once(binaries: &Binaries, flags: &[&str]) -> Result<Self> {
+    async fn start_once(
+        binaries: &Binaries,
+        etcd_flags: &[&str],
+        apiserver_flags: &[&str],
+    ) -> Result<Self> {
         let dir = super::scratch::scratch_dir()?;
         let root = dir.path().to_owned();
         let token = random_hex(16)?;
@@ -292,14 +311,12 @@ impl ControlPlane {
         let [client_port, peer_port, api_port] =
             [free_addr()?, free_addr()?, free_addr()?].map(|addr| addr.port());
         let etcd_url = format!("http://127.0.0.1:{client_port}");
-        let etcd = Supervised::spawn(
-            &binaries.etcd,
-            &etcd_args(&root, &etcd_url, peer_port),
-            root.join("etcd.log"),
-        )?;
+        let mut etcd_args = etcd_args(&root, &etcd_url, peer_port);
+        etcd_args.extend(etcd_flags.iter().map(|&f| f.to_owned()));
+        let etcd = Supervised::spawn(&binaries.etcd, &etcd_args, root.join("etcd.log"))?;
         let apiserver_program = binaries.kube_apiserver.clone();
         let mut apiserver_args = apiserver_args(&root, &etcd_url, api_port);
-        apiserver_args.extend(flags.iter().map(|&f| f.to_owned()));
+        apiserver_args.extend(apiserver_flags.iter().map(|&f| f.to_owned()));
         let apiserver = Supervised::spawn(
             &apiserver_program,
             &apiserver_args,

@@ -10,7 +10,10 @@
 //! are an upper bound for the stores alone. The objects' JSON size is the reference.
 //!
 //! With the argument `scale` (`scripts/bench informer_scale`), it runs `scale.rs` instead: a
-//! million ConfigMaps synced by paginated and streaming lists, each cache in a process of its own.
+//! million ConfigMaps synced by paginated and streaming lists from the fake API server, each cache
+//! in a process of its own (`child.rs`); with `scale-control-plane`
+//! (`scripts/bench informer_scale_control_plane`), `control_plane.rs`: the same by paginated lists
+//! from the local control plane.
 #![allow(clippy::print_stdout, reason = "a bench binary that prints its tables")]
 #![allow(
     clippy::cast_precision_loss,
@@ -18,6 +21,8 @@
 )]
 
 mod caches;
+mod child;
+mod control_plane;
 mod fixtures;
 mod scale;
 
@@ -228,11 +233,14 @@ fn print_memory(fixture: &Fixture, rows: &[Row]) {
 }
 
 fn main() -> anyhow::Result<()> {
-    if let Ok(name) = std::env::var(scale::CHILD) {
-        return scale::child(&name, HEAP);
+    if let Ok(name) = std::env::var(child::CHILD) {
+        return child::child(&name, HEAP);
     }
     if std::env::args().any(|arg| arg == "scale") {
         return scale::run(HEAP);
+    }
+    if std::env::args().any(|arg| arg == "scale-control-plane") {
+        return control_plane::run();
     }
     let pods = Fixture::pod()?;
     let config_maps = Fixture::config_map()?;

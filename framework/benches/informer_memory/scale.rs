@@ -1,5 +1,6 @@
 //! A million ConfigMaps in one replica: each cache syncs from the fake API server (this process,
-//! on loopback HTTP) in a child process of its own, whose resident memory is read from `/proc`.
+//! on loopback HTTP) in a child process of its own (`child.rs`), whose resident memory is read
+//! from `/proc`.
 //!
 //! Run with `scripts/bench informer_scale` (`cargo bench -p kubeward --all-features --bench
 //! informer_memory -- scale`). Each child syncs one cache (kube-runtime's reflector or a
@@ -8,40 +9,28 @@
 //! process, its runtime and client included), its resident memory after settling, and its live
 //! heap then (counted by the bench's global allocator).
 
-use std::io::Write as _;
-use std::process::Stdio;
-use std::time::Duration;
-
-use futures::StreamExt as _;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use kube::runtime::{reflector, watcher};
-use kubeward::informer::{self, SharedInformer, WatchList};
 use kubeward::testing::FakeApiServer;
 use peak_alloc::PeakAlloc;
 use tokio::time::Instant;
 
+use crate::child::{self, HOT, Measured, SETTLE, Source};
 use crate::fixtures::{Fixture, quick};
 
-/// The environment variable that makes the bench binary a child syncing the cache it names.
-pub(crate) const CHILD: &str = "KUBEWARD_BENCH_SCALE_CHILD";
-/// The fake API server's URL, for a child.
-const URL: &str = "KUBEWARD_BENCH_SCALE_URL";
-/// How long a child keeps watching after its sync before its settled memory is read: time for
-/// the sync's transient buffers to be freed and the decode threads to go idle.
-const SETTLE: Duration = Duration::from_secs(3);
-/// Objects a compact store keeps decoded.
-const HOT: usize = 1024;
-
-/// ConfigMaps in the store: 1,000,000, or 10,000 with `KUBEWARD_BENCH_QUICK=1`.
-fn objects() -> usize {
-    if quick() { 10_000 } else { 1_000_000 }
+/// ConfigMaps in the store: 1,000,000, or 10,000 with `KUBEWARD_BENCH_QUICK=1`, or as many as
+/// [`OBJECTS`] says (for a machine or a time budget too small for a million). Children inherit it.
+pub(crate) fn objects() -> usize {
+    let given = std::env::var(OBJECTS).ok().and_then(|n| n.parse().ok());
+    given.unwrap_or(if quick() { 10_000 } else { 1_000_000 })
 }
 
+/// The environment variable that sets [`objects`].
+const OBJECTS: &str = "KUBEWARD_BENCH_SCALE_OBJECTS";
+
 /// The caches, by the name a child is started with, and how each is described in the table.
-const CACHES: [(&str, &str); 6] = [
+pub(crate) const CACHES: [(&str, &str); 6] = [
     ("kube-runtime", "kube-runtime reflector, paginated list"),
     (
         "kube-runtime-stream",
@@ -58,17 +47,6 @@ const CACHES: [(&str, &str); 6] = [
         "kubeward compact, streaming list",
     ),
 ];
-
-/// What a child measured.
-struct Measured {
-    synced: Duration,
-    peak: u64,
-    settled: u64,
-    heap: u64,
-    heap_peak: u64,
-    /// Live heap before the cache started (runtime, client).
-    heap_before: u64,
-}
 
 /// Seeds the fake, serves it, runs one child per cache and prints the table.
 pub(crate) fn run(heap: PeakAlloc) -> anyhow::Result<()> {
@@ -90,10 +68,10 @@ pub(crate) fn run(heap: PeakAlloc) -> anyhow::Result<()> {
             objects(),
             seeding.elapsed()
         );
-        let url = serve(fake).await?;
+        let source = Source::Url(serve(fake).await?);
         let mut rows = Vec::new();
         for (name, what) in CACHES {
-            let measured = child_run(name, &url).await?;
+            let measured = child::run(name, &source).await?;
             eprintln!("informer_scale: {what}: synced in {:.1?}", measured.synced);
             rows.push((what, measured));
         }
@@ -103,7 +81,7 @@ pub(crate) fn run(heap: PeakAlloc) -> anyhow::Result<()> {
     })
 }
 
-fn mb(bytes: u64) -> String {
+pub(crate) fn mb(bytes: u64) -> String {
     format!("{:.0} MB", bytes as f64 / 1e6)
 }
 
@@ -245,138 +223,4 @@ async fn serve(fake: FakeApiServer) -> anyhow::Result<String> {
         }
     });
     Ok(url)
-}
-
-/// Runs this binary as the child that syncs cache `name`; returns what it measured.
-async fn child_run(name: &str, url: &str) -> anyhow::Result<Measured> {
-    let exe = std::env::current_exe()?;
-    let (name_env, url_env) = (name.to_owned(), url.to_owned());
-    // The child runs while this runtime serves it: wait for it on the blocking pool.
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(exe)
-            .env(CHILD, name_env)
-            .env(URL, url_env)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-    })
-    .await??;
-    anyhow::ensure!(
-        output.status.success(),
-        "the {name} child failed: {}",
-        output.status
-    );
-    let text = String::from_utf8(output.stdout)?;
-    let numbers: Vec<u64> = text
-        .split_whitespace()
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("the {name} child printed {text:?}: {e}"))?;
-    let [synced_micros, peak, settled, heap, heap_peak, heap_before] = numbers[..] else {
-        anyhow::bail!("the {name} child printed {text:?}");
-    };
-    Ok(Measured {
-        synced: Duration::from_micros(synced_micros),
-        peak,
-        settled,
-        heap,
-        heap_peak,
-        heap_before,
-    })
-}
-
-/// In a child: syncs cache `name` from the fake at `URL`, keeps watching for [`SETTLE`], and
-/// prints microseconds to synced, peak and settled resident bytes and heap bytes.
-pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let measured = runtime.block_on(async {
-        let url: http::Uri = std::env::var(URL)?.parse()?;
-        let client = kube::Client::try_from(kube::Config::new(url))?;
-        let api = Api::<ConfigMap>::namespaced(client, &Fixture::config_map()?.namespace);
-        let heap_before = heap.current_usage() as u64;
-        let started = Instant::now();
-        let (synced, cached, keep) = match name {
-            "kube-runtime" | "kube-runtime-stream" => {
-                let mut config = watcher::Config::default();
-                if name.ends_with("-stream") {
-                    config = config.streaming_lists();
-                }
-                let (reader, writer) = reflector::store();
-                let mut stream = Box::pin(reflector(writer, watcher(api, config)));
-                while let Some(event) = stream.next().await {
-                    if matches!(event?, watcher::Event::InitDone) {
-                        break;
-                    }
-                }
-                let synced = started.elapsed();
-                let watching = tokio::spawn(async move { while stream.next().await.is_some() {} });
-                (
-                    synced,
-                    reader.state().len(),
-                    Box::new((reader, watching)) as Box<dyn std::any::Any>,
-                )
-            }
-            _ => {
-                let mut config = informer::Config::default();
-                if name.ends_with("-stream") {
-                    config = config.watch_list(WatchList::On);
-                }
-                if name.contains("compact") {
-                    config = config.compact(HOT);
-                }
-                let informer = SharedInformer::new(api, config);
-                informer.start()?;
-                informer.wait_for_sync().await?;
-                let synced = started.elapsed();
-                let cached = informer.store().len();
-                (synced, cached, Box::new(informer) as Box<dyn std::any::Any>)
-            }
-        };
-        anyhow::ensure!(
-            cached == objects(),
-            "{name}: cached {cached} of {}",
-            objects()
-        );
-        tokio::time::sleep(SETTLE).await;
-        let status = std::fs::read_to_string("/proc/self/status")?;
-        let field = |key: &str| -> anyhow::Result<u64> {
-            let line = status
-                .lines()
-                .find(|line| line.starts_with(key))
-                .ok_or_else(|| anyhow::anyhow!("no {key} in /proc/self/status"))?;
-            let kib: u64 = line
-                .trim_start_matches(key)
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse()?;
-            Ok(kib * 1024)
-        };
-        let measured = Measured {
-            synced,
-            peak: field("VmHWM:")?,
-            settled: field("VmRSS:")?,
-            heap: heap.current_usage() as u64,
-            heap_peak: heap.peak_usage() as u64,
-            heap_before,
-        };
-        drop(keep);
-        anyhow::Ok(measured)
-    })?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{} {} {} {} {} {}",
-        measured.synced.as_micros(),
-        measured.peak,
-        measured.settled,
-        measured.heap,
-        measured.heap_peak,
-        measured.heap_before
-    )?;
-    // The runtime's threads may still be on their way out; the answer is written.
-    std::process::exit(0);
 }

@@ -23,7 +23,10 @@ pub(crate) struct FanOut<K> {
 /// A complete list being stored, page by page or event by event; see [`FanOut::relist`].
 pub(crate) struct Relist<'a, K> {
     fan_out: &'a FanOut<K>,
-    relist: cache::Relist<'a, K>,
+    /// The store's side of the list.
+    in_store: cache::Relist<'a, K>,
+    /// Objects applied so far.
+    applied: u64,
 }
 
 impl<K: Resource + Send + Sync + 'static> FanOut<K> {
@@ -120,7 +123,8 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         };
         Relist {
             fan_out: self,
-            relist,
+            in_store: relist,
+            applied: 0,
         }
     }
 }
@@ -128,16 +132,22 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
 impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
     /// Stores one listed object (with its JSON, for a compact store) and tells every handler.
     pub(crate) fn apply(&mut self, obj: Arc<K>, json: Option<Vec<u8>>) {
+        self.applied += 1;
         let listeners = self.fan_out.listeners.lock();
-        if let Some(change) = self.relist.apply_with_json(obj, json) {
+        if let Some(change) = self.in_store.apply_with_json(obj, json) {
             hand_out(&listeners, &change);
         }
+    }
+
+    /// How many objects [`Self::apply`] stored so far (changed or not).
+    pub(crate) fn applied(&self) -> u64 {
+        self.applied
     }
 
     /// Removes an object deleted before the list ended and tells every handler.
     pub(crate) fn delete(&mut self, obj: Arc<K>) {
         let listeners = self.fan_out.listeners.lock();
-        if let Some(change) = self.relist.delete(obj) {
+        if let Some(change) = self.in_store.delete(obj) {
             hand_out(&listeners, &change);
         }
     }
@@ -145,7 +155,7 @@ impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
     /// Ends the list: removes what it did not have and tells every handler.
     pub(crate) fn finish(self) {
         let listeners = self.fan_out.listeners.lock();
-        for change in self.relist.finish() {
+        for change in self.in_store.finish() {
             hand_out(&listeners, &change);
         }
     }

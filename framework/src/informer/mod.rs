@@ -67,6 +67,7 @@ mod fan_out;
 #[cfg(all(any(test, feature = "testing"), feature = "webhooks"))]
 pub(crate) mod fuzz;
 mod handler;
+mod initial_events;
 mod listener;
 mod progress;
 mod reflector;

@@ -18,6 +18,7 @@ use super::decode_ahead::{
     DecodeAhead, Decoded, Decoding, Dropped, MAX_BATCH_BYTES, MAX_BATCH_LINES,
 };
 use super::fan_out::{self, FanOut};
+use super::initial_events::InitialEvents;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
 use super::watch_lines::{Idle, WatchLines};
@@ -319,10 +320,17 @@ where
         };
         let mut received = false;
         let mut ahead = DecodeAhead::new(Arc::clone(&self.decoder));
+        let mut awaiting = streaming.then(InitialEvents::new);
         loop {
+            // Until the end bookmark, a warning every so often: the informer is not synced.
+            if let (Some(wait), Some(relist)) = (awaiting.as_mut(), initial.as_ref()) {
+                wait.warn_if_due(&self.request.url_path, relist.applied());
+            }
             let mut batch = Vec::new();
             if ahead.is_empty() {
-                match lines.next(config.idle_timeout).await {
+                let objects = initial.as_ref().map(fan_out::Relist::applied);
+                let awaited = awaiting.as_mut().zip(objects);
+                match self.next_line(&mut lines, awaited).await {
                     Err(Idle) => {
                         // Restarted at once; a server that is gone shows in the restart's failure.
                         tracing::info!(url = self.request.url_path, idle = ?config.idle_timeout, "watch stalled; restarting it");
@@ -358,6 +366,31 @@ where
                     if let Some(end) = self.take(&line, event, latest, initial).await {
                         return end;
                     }
+                }
+            }
+        }
+    }
+
+    /// The watch's next line, waiting at most the idle timeout; while a streaming list's end
+    /// bookmark is `awaited` (with the objects received so far), warning meanwhile when a
+    /// warning falls due, so that a silent server is reported too.
+    async fn next_line(
+        &self,
+        lines: &mut WatchLines,
+        awaited: Option<(&mut InitialEvents, u64)>,
+    ) -> Result<Option<bytes::Bytes>, Idle> {
+        let idle = self.config.idle_timeout;
+        let Some((wait, objects)) = awaited else {
+            return lines.next(idle).await;
+        };
+        let idle_at = tokio::time::Instant::now() + idle;
+        loop {
+            let left = idle_at.saturating_duration_since(tokio::time::Instant::now());
+            // `next` is cancel safe: what it has read stays in `lines`.
+            tokio::select! {
+                line = lines.next(left) => return line,
+                () = tokio::time::sleep_until(wait.next_warning()) => {
+                    wait.warn_if_due(&self.request.url_path, objects);
                 }
             }
         }

@@ -34,6 +34,7 @@ struct Families {
     objects: IntGaugeVec,
     decode_failures: IntCounterVec,
     last_sync: GaugeVec,
+    streamed_lists: IntCounterVec,
 }
 
 impl std::fmt::Debug for InformerCollector {
@@ -70,6 +71,7 @@ impl InformerCollector {
             decode_failures: counter(FIRST + 4),
             last_sync: GaugeVec::new(opts(FIRST + 5), labels)
                 .expect("invariant: the informer families have valid names and labels"),
+            streamed_lists: counter(FIRST + 6),
         };
         let descs = families
             .collectors()
@@ -85,7 +87,7 @@ impl InformerCollector {
 }
 
 impl Families {
-    fn collectors(&self) -> [&dyn Collector; 6] {
+    fn collectors(&self) -> [&dyn Collector; 7] {
         [
             &self.lists,
             &self.watches,
@@ -93,6 +95,7 @@ impl Families {
             &self.objects,
             &self.decode_failures,
             &self.last_sync,
+            &self.streamed_lists,
         ]
     }
 }
@@ -110,6 +113,7 @@ impl Collector for InformerCollector {
         families.objects.reset();
         families.decode_failures.reset();
         families.last_sync.reset();
+        families.streamed_lists.reset();
         // Informers of different types on one resource (typed, metadata-only, dynamic) get
         // distinct labels: ` #2`, ` #3` in the factory's stable order.
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -151,6 +155,10 @@ impl Collector for InformerCollector {
                 .decode_failures
                 .with_label_values(label)
                 .inc_by(stats.decode_failures());
+            families
+                .streamed_lists
+                .with_label_values(label)
+                .inc_by(stats.streamed_lists());
             if let Some(time) = stats.last_sync_time() {
                 families.last_sync.with_label_values(label).set(time);
             }
@@ -169,15 +177,62 @@ fn opts(index: usize) -> Opts {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Api;
+    use kube::api::ObjectMeta;
+    use prometheus::Encoder as _;
+
     use super::*;
+    use crate::informer::{Config, WatchList};
+    use crate::testing::FakeApiServer;
 
     #[test]
     fn the_informer_families_have_valid_descriptors() {
         let labels = &["resource"];
-        for i in FIRST..FIRST + 6 {
+        for i in FIRST..FIRST + 7 {
             assert!(IntCounterVec::new(opts(i), labels).is_ok(), "family {i}");
             assert!(IntGaugeVec::new(opts(i), labels).is_ok(), "family {i}");
             assert!(GaugeVec::new(opts(i), labels).is_ok(), "family {i}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_streaming_list_counts_in_the_streamed_lists_family_and_a_paginated_one_does_not()
+    -> anyhow::Result<()> {
+        let fake = FakeApiServer::new();
+        fake.register::<ConfigMap>();
+        fake.seed(&ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("settings".into()),
+                namespace: Some("demo".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        })?;
+        let factory = Arc::new(Factory::new(fake.client()));
+        let api = || Api::<ConfigMap>::namespaced(fake.client(), "demo");
+        let _streamed =
+            factory.informer_with(api(), Config::default().watch_list(WatchList::On))?;
+        let _listed = factory.informer_with(api(), Config::default().labels("app=demo"))?;
+        factory.start()?;
+        tokio::time::timeout(Duration::from_secs(30), factory.wait_for_sync()).await??;
+
+        let registry = prometheus::Registry::new();
+        super::super::register_informers(&registry, Arc::clone(&factory))?;
+        let mut text = Vec::new();
+        prometheus::TextEncoder::new().encode(&registry.gather(), &mut text)?;
+        let text = String::from_utf8(text)?;
+        for line in [
+            r#"kubeward_informer_streamed_lists_total{resource="/api/v1/namespaces/demo/configmaps"} 1"#,
+            r#"kubeward_informer_relists_total{resource="/api/v1/namespaces/demo/configmaps"} 1"#,
+            r#"kubeward_informer_streamed_lists_total{resource="/api/v1/namespaces/demo/configmaps?labelSelector=app=demo"} 0"#,
+            r#"kubeward_informer_relists_total{resource="/api/v1/namespaces/demo/configmaps?labelSelector=app=demo"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
+        }
+        factory.shutdown().await;
+        Ok(())
     }
 }

@@ -272,9 +272,9 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 }
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
-const EVENTS: usize = 21;
+const EVENTS: usize = 22;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
-const READS: usize = 22;
+const READS: usize = 23;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
 const WEBHOOK: usize = READS + 7;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].

@@ -169,6 +169,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Unix time of an informer's last complete list (absent before the first).",
     },
     Family {
+        name: "kubeward_informer_streamed_lists_total",
+        kind: Kind::Counter,
+        labels: &["resource"],
+        help: "Complete lists an informer received as streaming lists (counted in the relists too).",
+    },
+    Family {
         name: "kubeward_events_total",
         kind: Kind::Counter,
         labels: &["controller", "result"],

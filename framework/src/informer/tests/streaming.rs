@@ -1,6 +1,8 @@
 //! Streaming lists through the reflector: the cache a stream leaves, when it syncs, 410 Gone
-//! amid the stream, and the fallback to paginated lists on a server that refuses them.
+//! amid the stream, the warnings while its end does not come, and the fallback to paginated lists
+//! on a server that refuses them.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -182,6 +184,86 @@ async fn the_cache_syncs_only_after_the_annotated_bookmark_and_deletes_meanwhile
     tokio::time::timeout(WAIT, informer.wait_for_sync()).await??;
     until_cache_equals_list(&informer, &fake).await?;
     assert_eq!(informer.store().len(), 3);
+    informer.shutdown().await;
+    Ok(())
+}
+
+/// The warnings a test's code writes: each one's message and fields, as text.
+#[derive(Clone, Default)]
+struct Warnings(std::sync::Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() != tracing::Level::WARN {
+            return;
+        }
+        let mut text = String::new();
+        event.record(
+            &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                let _ = write!(text, "{}={value:?} ", field.name());
+            },
+        );
+        self.0.lock().push(text);
+    }
+}
+
+/// A server that accepts a streaming list but never sends the bookmark that ends its initial
+/// events (here the fake, stalled after two objects, sending a plain bookmark every second)
+/// leaves the informer unsynced: the reflector says so every 10 s, with the wait and the objects
+/// received, not once per bookmark; and stops once the end comes.
+#[tokio::test(start_paused = true)]
+async fn a_stream_whose_end_bookmark_does_not_come_is_reported_every_ten_seconds()
+-> anyhow::Result<()> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let warnings = Warnings::default();
+    let _logs =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let fake = FakeApiServer::new().with_bookmark_interval(Duration::from_secs(1));
+    fake.register::<ConfigMap>();
+    seeded(&fake, &["a", "b", "c", "d", "e"])?;
+    fake.stall_initial_events_after(2);
+    let informer = SharedInformer::new(
+        Api::<ConfigMap>::namespaced(fake.client(), NAMESPACE),
+        streaming(),
+    );
+    let started = tokio::time::Instant::now();
+    informer.start()?;
+    let store = informer.store();
+    wait_for(WAIT, "the first two objects streamed", || {
+        let cached = store.len();
+        async move { (cached == 2).then_some(()) }
+    })
+    .await?;
+    let bookmarks = fake.bookmarks_sent();
+
+    // Time is paused: this runs the clock 35 s on, firing every timer due meanwhile (the fake's
+    // bookmarks, the reflector's warnings) in order.
+    tokio::time::sleep_until(started + Duration::from_secs(35)).await;
+    assert!(!informer.has_synced(), "the initial events have not ended");
+    assert!(
+        fake.bookmarks_sent() >= bookmarks + 30,
+        "a plain bookmark every second meanwhile"
+    );
+    let seen = warnings.0.lock().clone();
+    assert_eq!(seen.len(), 3, "one warning at 10, 20 and 30 s: {seen:?}");
+    for (warning, seconds) in seen.iter().zip([10, 20, 30]) {
+        assert!(
+            warning.contains("still awaiting the bookmark")
+                && warning.contains("objects=2 ")
+                && warning.contains(&format!("waited={seconds}")),
+            "{warning}"
+        );
+    }
+
+    fake.resume_initial_events();
+    tokio::time::timeout(WAIT, informer.wait_for_sync()).await??;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        warnings.0.lock().len(),
+        3,
+        "no warning once the end bookmark came"
+    );
     informer.shutdown().await;
     Ok(())
 }
