@@ -9,8 +9,9 @@
 /// list pages it would hold while decoding them. Kubernetes serves it from 1.27 with the
 /// `WatchList` feature gate, and by default from 1.32; older servers refuse it with
 /// `422 Invalid` (`resourceVersionMatch is forbidden for watch`). Until the end bookmark comes,
-/// the informer is not synced and logs a warning every 10 s with how long it has waited and how
-/// many objects came, as client-go's reflector does.
+/// the informer is not synced; once 10 s pass without a new object it logs a warning (and again
+/// every 10 s) with how long it has waited and how many objects came, as client-go's reflector
+/// does.
 #[doc(alias = "InitialListStrategy")]
 #[doc(alias = "UseWatchList")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
