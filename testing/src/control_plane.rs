@@ -76,15 +76,16 @@ impl ControlPlane {
         Self::start_with(&[], flags).await
     }
 
-    /// Starts a new control plane, like [`Self::start`], whose etcd also gets `flags` after its
-    /// own (a flag given again wins), e.g. `--quota-backend-bytes=8589934592` to store more than
-    /// etcd's default 2 GB (a million objects of 1 KB).
+    /// Starts a new control plane, like [`Self::start`], whose etcd and kube-apiserver also get
+    /// these flags after their own (a flag given again wins), e.g. a million objects of 1 KB
+    /// need `--quota-backend-bytes=8589934592` (etcd's default holds 2 GB), and a paginated
+    /// list of them outlives kube-apiserver's compaction unless `--etcd-compaction-interval=0`.
     ///
     /// # Errors
-    /// As [`Self::start`]; an unknown or invalid flag makes etcd exit, reported as
+    /// As [`Self::start`]; an unknown or invalid flag makes its program exit, reported as
     /// [`Error::NotReady`] with the end of its log.
-    pub async fn start_with_etcd_flags(flags: &[&str]) -> Result<Self> {
-        Self::start_with(flags, &[]).await
+    pub async fn start_with_flags(etcd_flags: &[&str], apiserver_flags: &[&str]) -> Result<Self> {
+        Self::start_with(etcd_flags, apiserver_flags).await
     }
 
     async fn start_with(etcd_flags: &[&str], apiserver_flags: &[&str]) -> Result<Self> {

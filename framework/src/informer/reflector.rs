@@ -188,20 +188,57 @@ where
     }
 
     /// Lists every page into the store in place, removes what vanished, returns the version.
-    /// The next page is requested before the current one is applied, so the server's work on it
-    /// overlaps the decoding here.
+    ///
+    /// When the server expires a continue token midway (the list outlived etcd's compaction,
+    /// 5 minutes by default, as a paginated list of a million objects does), it lists once more
+    /// in one request without pages, as client-go's pager does (`FullListIfExpired`): starting
+    /// the pages over would expire again, forever. That one response is held whole while it is
+    /// applied.
     async fn list(&self) -> Result<String, kube::Error> {
         let config = &self.config;
-        let mut relist = self.fan_out.relist(self.namespace.as_deref());
-        let mut params = ListParams {
+        let paged = ListParams {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
             limit: (config.page_size > 0).then_some(config.page_size),
             ..ListParams::default()
         };
+        if let Some(version) = self.list_with(paged.clone()).await? {
+            return Ok(version);
+        }
+        tracing::info!(
+            url = self.request.url_path,
+            "a list page expired before the list ended (the list outlived the server's compaction); listing again in one request"
+        );
+        let whole = ListParams {
+            limit: None,
+            ..paged
+        };
+        // Only a server that paginates a list asked for whole could expire it again.
+        self.list_with(whole).await?.ok_or_else(|| {
+            kube::Error::ReadEvents(std::io::Error::other(
+                "the server expired a list requested in one piece",
+            ))
+        })
+    }
+
+    /// Lists with `params` (and the pages after the first) into the store; `None` when the
+    /// server expired a continue token, leaving the relist unfinished: the objects stored so far
+    /// stay (each is a state the server had), and nothing is removed, since the pages applied
+    /// may hold objects deleted since.
+    /// The next page is requested before the current one is applied, so the server's work on it
+    /// overlaps the decoding here.
+    async fn list_with(&self, mut params: ListParams) -> Result<Option<String>, kube::Error> {
+        let mut relist = self.fan_out.relist(self.namespace.as_deref());
         let mut fetching = self.fetch_page(&params)?;
         loop {
-            let page = fetching.await.map_err(|()| stalled("list"))??;
+            let page = match fetching.await.map_err(|()| stalled("list"))? {
+                Err(kube::Error::Api(status))
+                    if status.code == 410 && params.continue_token.is_some() =>
+                {
+                    return Ok(None);
+                }
+                page => page?,
+            };
             let more = page.metadata.continue_.clone().filter(|t| !t.is_empty());
             let next = match more {
                 Some(token) => {
@@ -228,7 +265,7 @@ where
                 self.progress
                     .listed(!self.listed.swap(true, Ordering::Relaxed));
                 Stats::count(&self.progress.stats().relists);
-                return Ok(version);
+                return Ok(Some(version));
             };
             fetching = next;
         }

@@ -28,8 +28,9 @@
 //! it back with [`FakeApiServer::get`], and inject faults: [`FakeApiServer::fail_next`] answers
 //! the next matching request with an error status, [`FakeApiServer::drop_watches`] ends every
 //! open watch, [`FakeApiServer::expire_next_watch`], [`FakeApiServer::expire_watches`] and
-//! [`FakeApiServer::compact`] make watches answer 410 Gone, and
-//! [`FakeApiServer::stall_initial_events_after`] holds a streaming list amid its initial events. The same checks pass here and on a real kube-apiserver (see the `fake`
+//! [`FakeApiServer::compact`] make watches answer 410 Gone (and, for `compact`, continued lists),
+//! [`FakeApiServer::stall_initial_events_after`] holds a streaming list amid its initial events
+//! and [`FakeApiServer::hold_list_continues`] a paginated list between its pages. The same checks pass here and on a real kube-apiserver (see the `fake`
 //! integration tests), so a test written against the fake can also run on a
 //! [`ControlPlane`](super::ControlPlane).
 //!
@@ -343,8 +344,27 @@ impl FakeApiServer {
         self.state.lock().gone_next_watch = true;
     }
 
+    /// Makes list requests for a page after the first (those with a `continue` token) wait
+    /// until [`release_list_continues`](Self::release_list_continues): a test can act between
+    /// a list's pages, e.g. [`compact`](Self::compact) to expire its token.
+    pub fn hold_list_continues(&self) {
+        self.state.lock().hold_continues.send_replace(true);
+    }
+
+    /// Lets the list requests held by [`hold_list_continues`](Self::hold_list_continues) go on,
+    /// and those to come pass.
+    pub fn release_list_continues(&self) {
+        self.state.lock().hold_continues.send_replace(false);
+    }
+
+    /// How many list requests [`hold_list_continues`](Self::hold_list_continues) holds now.
+    #[must_use]
+    pub fn held_list_continues(&self) -> usize {
+        self.state.lock().held_continues
+    }
+
     /// Forgets the event history, as etcd compaction does: watches from any resourceVersion
-    /// before now get 410 Gone.
+    /// before now, and continue tokens of lists begun before now, get 410 Gone.
     pub fn compact(&self) {
         self.state.lock().compact();
     }

@@ -34,7 +34,37 @@ pub(crate) async fn handle(
         Ok(collected) => collected.to_bytes(),
         Err(_) => return failure(&Failure::bad_request("the request body could not be read")),
     };
+    if continues_a_list(&parts) {
+        wait_while_continues_held(&state).await;
+    }
     dispatch(&state, &parts, &body).unwrap_or_else(|f| failure(&f))
+}
+
+/// Whether the request asks for a list page after the first (it has a `continue` token).
+fn continues_a_list(parts: &http::request::Parts) -> bool {
+    parts.method == Method::GET
+        && Route::parse(parts.uri.path(), parts.uri.query()).is_some_and(|route| {
+            route.name.is_none()
+                && !route.flag("watch")
+                && route
+                    .param("continue")
+                    .is_some_and(|token| !token.is_empty())
+        })
+}
+
+/// Waits while a test holds continued lists back (`FakeApiServer::hold_list_continues`).
+async fn wait_while_continues_held(state: &Mutex<State>) {
+    let mut hold = {
+        let mut guard = state.lock();
+        if !*guard.hold_continues.borrow() {
+            return;
+        }
+        guard.held_continues += 1;
+        guard.hold_continues.subscribe()
+    };
+    // The sender lives as long as the state, which this request holds.
+    let _ = hold.wait_for(|held| !held).await;
+    state.lock().held_continues -= 1;
 }
 
 fn respond(code: StatusCode, body: &Value) -> Response<ResponseBody> {

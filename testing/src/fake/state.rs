@@ -45,7 +45,8 @@ pub(crate) struct State {
     revision: u64,
     history: VecDeque<Event>,
     pub(crate) history_limit: usize,
-    /// Events up to this revision are forgotten; watches from before it get 410 Gone.
+    /// Events up to this revision are forgotten; watches and continued lists from before it get
+    /// 410 Gone.
     compacted: u64,
     watchers: Vec<Watcher>,
     pub(crate) faults: Vec<Fault>,
@@ -58,6 +59,11 @@ pub(crate) struct State {
     pub(crate) streaming_lists: bool,
     /// The most initial events each streaming list sends until this is lifted.
     pub(crate) initial_events_limit: Option<usize>,
+    /// While `true`, list requests for a page after the first wait (see
+    /// `FakeApiServer::hold_list_continues`).
+    pub(crate) hold_continues: tokio::sync::watch::Sender<bool>,
+    /// How many list requests wait for that now.
+    pub(crate) held_continues: usize,
     /// Counts [`FakeApiServer::expire_watches`](super::FakeApiServer::expire_watches) calls.
     expired_watches: u64,
     /// Bookmarks sent by every watch.
@@ -106,6 +112,8 @@ impl State {
             objects_before_types: false,
             streaming_lists: true,
             initial_events_limit: None,
+            hold_continues: tokio::sync::watch::Sender::new(false),
+            held_continues: 0,
             expired_watches: 0,
             bookmarks_sent: 0,
             held: None,
@@ -183,6 +191,11 @@ impl State {
                 let mut parts = token.splitn(3, '/');
                 let revision = parts.next().and_then(|r| r.parse::<u64>().ok());
                 match (revision, parts.next(), parts.next()) {
+                    (Some(revision), Some(_), Some(_)) if revision < self.compacted => {
+                        return Err(Failure::gone(
+                            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                        ));
+                    }
                     (Some(revision), Some(namespace), Some(name)) => {
                         (revision, Some((namespace.to_owned(), name.to_owned())))
                     }

@@ -3,6 +3,7 @@
 mod backlog;
 mod cooperation;
 mod namespaces;
+mod pagination;
 mod relist;
 mod streaming;
 mod traps;

@@ -144,6 +144,39 @@ async fn list_pages_with_limit_and_continue_and_reports_a_resource_version() {
 }
 
 #[tokio::test]
+async fn a_continue_token_from_before_a_compaction_is_410_expired() {
+    let fake = fake();
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    for name in ["a", "b"] {
+        configmaps
+            .create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .unwrap();
+    }
+    let first = configmaps
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap();
+    let token = first.metadata.continue_.unwrap();
+    let continued = ListParams::default().limit(1).continue_token(&token);
+    assert_eq!(configmaps.list(&continued).await.unwrap().items.len(), 1);
+
+    configmaps
+        .create(&PostParams::default(), &config_map("c", &[]))
+        .await
+        .unwrap();
+    fake.compact();
+    match configmaps.list(&continued).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+        }
+        other => panic!("an expired token was served: {other:?}"),
+    }
+    let fresh = configmaps.list(&ListParams::default()).await.unwrap();
+    assert_eq!(fresh.items.len(), 3, "a new list without a token works");
+}
+
+#[tokio::test]
 async fn an_update_with_a_stale_resource_version_is_409_conflict() {
     let configmaps: Api<ConfigMap> = Api::default_namespaced(fake().client());
     let created = configmaps

@@ -387,6 +387,28 @@ async fn a_compacted_resource_version_leads_to_a_relist_and_convergence() -> any
         "the expired version must lead to exactly one relist"
     );
     informer.shutdown().await;
+
+    // A list's continue token from before a compaction is expired (410), as the fake's
+    // `compact` models it for the reflector's fallback to one list without pages.
+    let first = admin.list(&ListParams::default().limit(1)).await?;
+    let token = first.metadata.continue_.unwrap_or_default();
+    assert!(!token.is_empty(), "three events in pages of one continue");
+    admin
+        .create(&PostParams::default(), &event(&ns, "later"))
+        .await?;
+    let revision = etcd_revision(&cp).await?;
+    etcdctl(&cp, &["compact", &revision.to_string()]).await?;
+    let continued = admin
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await;
+    match continued {
+        Err(kube::Error::Api(status)) => assert_eq!(
+            (status.code, status.reason.as_str()),
+            (410, "Expired"),
+            "{status:?}"
+        ),
+        other => panic!("a continue token from before the compaction was served: {other:?}"),
+    }
     Ok(())
 }
 
