@@ -388,16 +388,24 @@ async fn a_compacted_resource_version_leads_to_a_relist_and_convergence() -> any
     );
     informer.shutdown().await;
 
-    // A list's continue token from before a compaction is expired (410), as the fake's
-    // `compact` models it for the reflector's fallback to one list without pages.
+    expires_a_continue_token_from_before_a_compaction(&cp, &admin, &ns).await
+}
+
+/// A list's continue token from before a compaction is expired (410), as the fake's `compact`
+/// models it for the reflector's fallback to one list without pages.
+async fn expires_a_continue_token_from_before_a_compaction(
+    cp: &ControlPlane,
+    admin: &Api<Event>,
+    ns: &str,
+) -> anyhow::Result<()> {
     let first = admin.list(&ListParams::default().limit(1)).await?;
     let token = first.metadata.continue_.unwrap_or_default();
     assert!(!token.is_empty(), "three events in pages of one continue");
     admin
-        .create(&PostParams::default(), &event(&ns, "later"))
+        .create(&PostParams::default(), &event(ns, "later"))
         .await?;
-    let revision = etcd_revision(&cp).await?;
-    etcdctl(&cp, &["compact", &revision.to_string()]).await?;
+    let revision = etcd_revision(cp).await?;
+    etcdctl(cp, &["compact", &revision.to_string()]).await?;
     let continued = admin
         .list(&ListParams::default().limit(1).continue_token(&token))
         .await;
