@@ -360,7 +360,7 @@ impl FakeApiServer {
     /// How many list requests [`hold_list_continues`](Self::hold_list_continues) holds now.
     #[must_use]
     pub fn held_list_continues(&self) -> usize {
-        self.state.lock().held_continues
+        self.state.lock().hold_continues.receiver_count()
     }
 
     /// Forgets the event history, as etcd compaction does: watches from any resourceVersion

@@ -34,37 +34,34 @@ pub(crate) async fn handle(
         Ok(collected) => collected.to_bytes(),
         Err(_) => return failure(&Failure::bad_request("the request body could not be read")),
     };
-    if continues_a_list(&parts) {
+    let route = Route::parse(parts.uri.path(), parts.uri.query());
+    if parts.method == Method::GET && route.as_ref().is_some_and(continues_a_list) {
         wait_while_continues_held(&state).await;
     }
-    dispatch(&state, &parts, &body).unwrap_or_else(|f| failure(&f))
+    dispatch(&state, &parts, route, &body).unwrap_or_else(|f| failure(&f))
 }
 
-/// Whether the request asks for a list page after the first (it has a `continue` token).
-fn continues_a_list(parts: &http::request::Parts) -> bool {
-    parts.method == Method::GET
-        && Route::parse(parts.uri.path(), parts.uri.query()).is_some_and(|route| {
-            route.name.is_none()
-                && !route.flag("watch")
-                && route
-                    .param("continue")
-                    .is_some_and(|token| !token.is_empty())
-        })
+/// Whether a GET asks for a list page after the first (it has a `continue` token).
+fn continues_a_list(route: &Route) -> bool {
+    route.name.is_none()
+        && !route.flag("watch")
+        && route
+            .param("continue")
+            .is_some_and(|token| !token.is_empty())
 }
 
-/// Waits while a test holds continued lists back (`FakeApiServer::hold_list_continues`).
+/// Waits while a test holds continued lists back (`FakeApiServer::hold_list_continues`); the
+/// receiver it holds meanwhile is what `held_list_continues` counts.
 async fn wait_while_continues_held(state: &Mutex<State>) {
     let mut hold = {
-        let mut guard = state.lock();
+        let guard = state.lock();
         if !*guard.hold_continues.borrow() {
             return;
         }
-        guard.held_continues += 1;
         guard.hold_continues.subscribe()
     };
     // The sender lives as long as the state, which this request holds.
     let _ = hold.wait_for(|held| !held).await;
-    state.lock().held_continues -= 1;
 }
 
 fn respond(code: StatusCode, body: &Value) -> Response<ResponseBody> {
@@ -104,9 +101,10 @@ fn verb_of(method: &Method, route: &Route) -> Result<Verb, Failure> {
 fn dispatch(
     state: &Arc<Mutex<State>>,
     parts: &http::request::Parts,
+    route: Option<Route>,
     body: &Bytes,
 ) -> Result<Response<ResponseBody>, Failure> {
-    let Some(route) = Route::parse(parts.uri.path(), parts.uri.query()) else {
+    let Some(route) = route else {
         let guard = state.lock();
         let kinds: Vec<&Kind> = guard.kinds().collect();
         return match discovery::document(parts.uri.path(), &kinds) {

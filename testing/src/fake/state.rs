@@ -60,10 +60,8 @@ pub(crate) struct State {
     /// The most initial events each streaming list sends until this is lifted.
     pub(crate) initial_events_limit: Option<usize>,
     /// While `true`, list requests for a page after the first wait (see
-    /// `FakeApiServer::hold_list_continues`).
+    /// `FakeApiServer::hold_list_continues`); each waiting request holds one receiver.
     pub(crate) hold_continues: tokio::sync::watch::Sender<bool>,
-    /// How many list requests wait for that now.
-    pub(crate) held_continues: usize,
     /// Counts [`FakeApiServer::expire_watches`](super::FakeApiServer::expire_watches) calls.
     expired_watches: u64,
     /// Bookmarks sent by every watch.
@@ -113,7 +111,6 @@ impl State {
             streaming_lists: true,
             initial_events_limit: None,
             hold_continues: tokio::sync::watch::Sender::new(false),
-            held_continues: 0,
             expired_watches: 0,
             bookmarks_sent: 0,
             held: None,

@@ -6,24 +6,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta};
+use kube::api::DeleteParams;
 use parking_lot::Mutex;
 
+use super::config_map;
 use crate::informer::{CacheScope, Factory, handler_fns};
 use crate::testing::{FakeApiServer, wait_for};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn config_map(namespace: &str, name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(namespace.into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_of_one_namespace_deletes_only_what_vanished_there() -> anyhow::Result<()> {

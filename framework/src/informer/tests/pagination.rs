@@ -5,24 +5,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, PostParams};
 
+use super::config_map;
 use crate::informer::{Config, SharedInformer, WatchList};
 use crate::testing::{FakeApiServer, wait_for};
 
 const WAIT: Duration = Duration::from_secs(30);
 const NAMESPACE: &str = "demo";
-
-fn config_map(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(NAMESPACE.into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
 
 /// The pages of 3 stop after the first (`cm-0`, `cm-1`, `cm-2`); meanwhile `cm-0` is deleted,
 /// `cm-new` is created and the history is compacted, so the second page's token is expired.
@@ -34,7 +24,7 @@ async fn an_expired_continue_token_is_followed_by_one_list_without_pages() -> an
     let fake = FakeApiServer::new();
     fake.register::<ConfigMap>();
     for i in 0..10 {
-        fake.seed(&config_map(&format!("cm-{i}")))?;
+        fake.seed(&config_map(NAMESPACE, &format!("cm-{i}")))?;
     }
     fake.hold_list_continues();
     let api = Api::<ConfigMap>::namespaced(fake.client(), NAMESPACE);
@@ -47,7 +37,7 @@ async fn an_expired_continue_token_is_followed_by_one_list_without_pages() -> an
     .await?;
 
     api.delete("cm-0", &DeleteParams::default()).await?;
-    api.create(&PostParams::default(), &config_map("cm-new"))
+    api.create(&PostParams::default(), &config_map(NAMESPACE, "cm-new"))
         .await?;
     fake.compact();
     fake.release_list_continues();
