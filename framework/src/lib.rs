@@ -31,7 +31,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let manager = Manager::from_args().await?; // --leader-elect, --metrics-bind-address, ...
+//!     let manager = Manager::from_args("Labels every ConfigMap").await?; // --leader-elect, ...
 //!     manager.add(Controller::new(Labeller).concurrency(4));
 //!     manager.run().await?; // until SIGTERM, or until leadership is lost
 //!     Ok(())

@@ -65,7 +65,8 @@ pub fn child() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let manager = Manager::from_args().await?;
+        let manager =
+            Manager::from_args("Burns CPU in each reconcile, for the sharding benchmark").await?;
         manager.add(Controller::new(Burner).name(RING));
         Ok(manager.run().await?)
     })

@@ -12,7 +12,7 @@ use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward: turns ConfigMapGenerators into ConfigMaps";
-    let manager = Manager::from_args_with_about(about).await?;
+    let manager = Manager::from_args(about).await?;
     manager.add(ConfigMapGenerator::controller(Generator));
     Ok(manager.run().await?) // or, for `crd` and `manifests`, print or write them and return
 }

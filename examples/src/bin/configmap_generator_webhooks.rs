@@ -14,7 +14,7 @@ use kubeward_examples::webhooks::{ContentLimit, TeamLabel};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward, with a validating and a defaulting webhook";
-    let manager = Manager::from_args_with_about(about).await?;
+    let manager = Manager::from_args(about).await?;
     manager.add(ConfigMapGenerator::controller(Generator));
     // ANCHOR: webhooks
     manager.add_validator::<ConfigMapGenerator>(ContentLimit);

@@ -10,7 +10,7 @@ use kubeward::manager::Manager;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // --metrics-bind-address, --leader-elect, ..., and the `crd` and `manifests` subcommands
-    let manager = Manager::from_args_with_about("Counts down Countdown custom resources").await?;
+    let manager = Manager::from_args("Counts down Countdown custom resources").await?;
     manager.add(Countdown::controller(Timer));
     manager.run().await?; // until SIGTERM, or until leadership is lost
     Ok(())

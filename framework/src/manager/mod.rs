@@ -5,7 +5,7 @@
 //! # async fn demo() -> Result<(), kubeward::manager::Error> {
 //! use kubeward::manager::{Manager, runnable_fn};
 //!
-//! let manager = Manager::from_args().await?; // --metrics-bind-address, --leader-elect, ...
+//! let manager = Manager::from_args("Keeps a heartbeat").await?; // --metrics-bind-address, --leader-elect, ...
 //! manager.add(runnable_fn("heartbeat", false, |shutdown| async move {
 //!     shutdown.cancelled().await;
 //!     Ok(())
@@ -291,7 +291,7 @@ impl Manager {
     /// flag, like every clap program, and on a `--kubeconfig` that does not read or a
     /// `--context` it lacks), installs logging, and finds the client configuration
     /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
-    /// service account).
+    /// service account). `about`, what this operator does, opens `--help`.
     ///
     /// The command line may also name a [`Command`] (`crd`, `manifests`): then [`Self::run`]
     /// prints or writes the manifests of the controllers added by then instead of running, and
@@ -300,19 +300,7 @@ impl Manager {
     /// # Errors
     /// See [`Self::from_flags`].
     #[cfg(feature = "cli")]
-    pub async fn from_args() -> Result<Self> {
-        use clap::Parser as _;
-        let flags = Flags::parse();
-        Self::from_flags(&flags).await.map_err(cli::exit_if_invalid)
-    }
-
-    /// As [`Self::from_args`], with `about` opening `--help` instead of kubeward's generic text:
-    /// what this operator does.
-    ///
-    /// # Errors
-    /// See [`Self::from_flags`].
-    #[cfg(feature = "cli")]
-    pub async fn from_args_with_about(about: impl Into<String>) -> Result<Self> {
+    pub async fn from_args(about: impl Into<String>) -> Result<Self> {
         use clap::{CommandFactory as _, FromArgMatches as _};
         let mut command = Flags::command().about(about.into()).long_about(None);
         let matches = command.get_matches_mut();

@@ -103,7 +103,7 @@ async fn main() -> anyhow::Result<()> {
         })?);
     prepare(&dir)?;
     let shard = std::env::var("KUBEWARD_SHARD_ID").unwrap_or_default();
-    let manager = Manager::from_args().await?;
+    let manager = Manager::from_args("Marks the objects it reconciles (sharding tests)").await?;
     let controller = Controller::with_finalizer(Marked { shard, dir }, FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>()

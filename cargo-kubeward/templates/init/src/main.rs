@@ -6,7 +6,7 @@ use kubeward::manager::Manager;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // --metrics-bind-address, --leader-elect, ..., and the `crd` and `manifests` subcommands
-    let manager = Manager::from_args_with_about("The @@name@@ operator").await?;
+    let manager = Manager::from_args("The @@name@@ operator").await?;
     // Every controller and webhook `cargo kubeward create` made (src/lib.rs).
     @@crate@@::register(&manager);
     manager.run().await?; // until SIGTERM, or until leadership is lost
