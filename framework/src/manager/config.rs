@@ -88,6 +88,8 @@ pub struct Config {
     pub(crate) metrics_secure: bool,
     #[cfg(feature = "tls")]
     pub(crate) metrics_cert_dir: Option<PathBuf>,
+    #[cfg(feature = "tls")]
+    pub(crate) enable_http2: bool,
     pub(crate) max_concurrent_reconciles: u16,
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) cache: CacheScope,
@@ -111,6 +113,8 @@ impl Default for Config {
             metrics_secure: false,
             #[cfg(feature = "tls")]
             metrics_cert_dir: None,
+            #[cfg(feature = "tls")]
+            enable_http2: false,
             max_concurrent_reconciles: 1,
             graceful_shutdown_timeout: Duration::from_secs(30),
             cache: CacheScope::default(),
@@ -170,6 +174,18 @@ impl Config {
     #[must_use]
     pub fn metrics_cert_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.metrics_cert_dir = dir;
+        self
+    }
+
+    /// Let the HTTPS servers (secure metrics, webhooks) speak HTTP/2 as well as HTTP/1.1, as
+    /// kubebuilder's `--enable-http2`. Off by default, as there: HTTP/1.1 alone keeps them out of
+    /// reach of HTTP/2's stream-reset floods (CVE-2023-44487), and the API server and
+    /// Prometheus call them over HTTP/1.1 as well. The client to the API server speaks HTTP/2
+    /// either way (see [`Self::api_health_checks`]).
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn enable_http2(mut self, on: bool) -> Self {
+        self.enable_http2 = on;
         self
     }
 

@@ -482,14 +482,18 @@ impl Manager {
         Ok(servers)
     }
 
-    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags).
+    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags), and
+    /// HTTP/2 as [`Config::enable_http2`] says.
     #[cfg(feature = "tls")]
-    #[cfg_attr(not(feature = "webhooks"), allow(clippy::unused_self))]
     fn serving_limits(&self) -> crate::tls::Limits {
         #[cfg(feature = "webhooks")]
-        return self.config.webhook.limits;
+        let limits = self.config.webhook.limits;
         #[cfg(not(feature = "webhooks"))]
-        crate::tls::Limits::default()
+        let limits = crate::tls::Limits::default();
+        crate::tls::Limits {
+            http2: self.config.enable_http2,
+            ..limits
+        }
     }
 
     /// The guard and serving certificate of `/metrics` over HTTPS.

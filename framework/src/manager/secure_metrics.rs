@@ -72,7 +72,7 @@ pub(crate) async fn serve(
     });
     tls::serve(
         listener,
-        tls::server_config(certificate.current),
+        tls::server_config(certificate.current, limits.http2),
         service,
         limits,
         closes,

@@ -98,7 +98,7 @@ impl Manager {
             .chain(self.routes.lock().iter().cloned())
             .chain(self.conversion_route())
             .collect();
-        let config = &self.config.webhook;
+        let config = &self.config.webhook.clone().http2(self.config.enable_http2);
         if routes.is_empty() || config.port == 0 {
             return Ok(());
         }

@@ -1,5 +1,5 @@
 //! Bounds what a client of an HTTPS server may hold: handshake, header and body time, idle time
-//! between requests, and the number of open connections.
+//! between requests, the number of open connections, and whether it may speak HTTP/2.
 
 use std::time::Duration;
 
@@ -19,6 +19,10 @@ pub(crate) struct Limits {
     pub(crate) idle_timeout: Duration,
     /// How many connections may be open at once; the next is closed as soon as it is accepted.
     pub(crate) max_connections: usize,
+    /// Whether a client may speak HTTP/2. Off by default, as kubebuilder's `--enable-http2`:
+    /// HTTP/1.1 alone keeps the servers out of reach of HTTP/2's stream-reset floods
+    /// (CVE-2023-44487), and the API server and Prometheus speak HTTP/1.1 as well.
+    pub(crate) http2: bool,
 }
 
 /// Default TLS handshake timeout (Go's `http.Transport` waits 10 s for it on the client side).
@@ -40,6 +44,7 @@ impl Default for Limits {
             read_timeout: DEFAULT_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            http2: false,
         }
     }
 }

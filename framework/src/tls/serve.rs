@@ -1,4 +1,4 @@
-//! Accepts TLS connections on a listener and serves a hyper service on each, HTTP/1.1 or HTTP/2.
+//! Accepts TLS connections on a listener and serves a hyper service on each, HTTP/1.1 (or HTTP/2).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +29,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// Each connection is handshaken with `config` (so a reloaded certificate applies to the next
 /// handshake, not to connections already open) and speaks the protocol ALPN chose, HTTP/1.1
-/// when the client named none. A failed handshake (a plain-HTTP client, an untrusted
+/// when the client named none; without `limits.http2`, HTTP/1.1 only (a client that starts
+/// HTTP/2 anyway is refused). A failed handshake (a plain-HTTP client, an untrusted
 /// certificate) ends only that connection. A client holds the server no longer than `limits`
 /// allow: a connection over `max_connections` is closed on accept, one whose handshake, first
 /// request or next request is late is closed, and each such close is counted in `closes`. A
@@ -52,6 +53,9 @@ pub(crate) async fn serve<S, B>(
 {
     let acceptor = TlsAcceptor::from(config);
     let mut http = auto::Builder::new(TokioExecutor::new());
+    if !limits.http2 {
+        http = http.http1_only();
+    }
     http.http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.read_header_timeout);

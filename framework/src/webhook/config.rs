@@ -169,4 +169,12 @@ impl Config {
         self.limits.max_connections = max;
         self
     }
+
+    /// Whether clients may speak HTTP/2; the manager's
+    /// [`Config::enable_http2`](crate::manager::Config::enable_http2) sets it.
+    #[must_use]
+    pub(crate) fn http2(mut self, on: bool) -> Self {
+        self.limits.http2 = on;
+        self
+    }
 }

@@ -90,7 +90,7 @@ impl Server {
             let router = router.clone();
             async move { Ok::<_, Infallible>(router.answer(request).await) }
         });
-        let config = tls::server_config(self.certificate);
+        let config = tls::server_config(self.certificate, self.limits.http2);
         tls::serve(self.listener, config, service, self.limits, closes, stop).await;
     }
 }

@@ -28,6 +28,12 @@ pub struct Flags {
     #[arg(long, env = "KUBEWARD_METRICS_SECURE", num_args = 0..=1, require_equals = true, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub metrics_secure: bool,
 
+    /// Let the HTTPS servers (secure metrics, webhooks) speak HTTP/2 too; off, they speak
+    /// HTTP/1.1 only, out of reach of HTTP/2's stream-reset floods (CVE-2023-44487).
+    #[cfg(feature = "tls")]
+    #[arg(long, env = "KUBEWARD_ENABLE_HTTP2", num_args = 0..=1, require_equals = true, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_http2: bool,
+
     /// Folder holding `tls.crt` and `tls.key` for secure metrics, reloaded when they change; when
     /// unset, a self-signed certificate is made at start.
     #[cfg(feature = "tls")]
@@ -219,6 +225,7 @@ impl Flags {
         #[cfg(feature = "tls")]
         let config = config
             .metrics_secure(self.metrics_secure)
+            .enable_http2(self.enable_http2)
             .metrics_cert_dir(self.metrics_cert_dir.clone());
         #[cfg(feature = "webhooks")]
         let config = config.webhook(self.webhook.config());
@@ -432,6 +439,15 @@ mod tests {
             .unwrap();
         assert!(dir.metrics_secure);
         assert_eq!(dir.metrics_cert_dir.as_deref(), Some(Path::new("/certs")));
+    }
+
+    #[test]
+    fn the_https_servers_speak_http2_only_when_enable_http2_is_given() {
+        let off = Flags::try_parse_from(["op"]).unwrap().config().unwrap();
+        assert!(!off.enable_http2);
+        let on = Flags::try_parse_from(["op", "--enable-http2", "crd"]).unwrap();
+        assert!(on.command.is_some(), "a bare --enable-http2 takes no value");
+        assert!(on.config().unwrap().enable_http2);
     }
 
     #[test]

@@ -19,8 +19,13 @@ use crate::tls::{Authority, serve, server_config};
 /// How long a test waits for the watcher to pick up new files (it polls every 20 ms).
 const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An HTTPS server answering `ok` with the certificate in `dir`, watched every 20 ms.
-async fn start(dir: &std::path::Path, stop: &CancellationToken) -> std::net::SocketAddr {
+/// An HTTPS server answering `ok` with the certificate in `dir`, watched every 20 ms, speaking
+/// HTTP/2 too when `http2` is on.
+async fn start(
+    dir: &std::path::Path,
+    stop: &CancellationToken,
+    http2: bool,
+) -> std::net::SocketAddr {
     let certificate = Arc::new(ReloadingCertificate::from_dir(dir).unwrap());
     tokio::spawn(Arc::clone(&certificate).watch(Duration::from_millis(20), stop.clone()));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -30,9 +35,12 @@ async fn start(dir: &std::path::Path, stop: &CancellationToken) -> std::net::Soc
     });
     tokio::spawn(serve(
         listener,
-        server_config(certificate),
+        server_config(certificate, http2),
         service,
-        crate::tls::Limits::default(),
+        crate::tls::Limits {
+            http2,
+            ..crate::tls::Limits::default()
+        },
         crate::tls::Closes::default(),
         stop.clone(),
     ));
@@ -53,7 +61,7 @@ async fn replacing_the_files_makes_new_handshakes_present_the_new_certificate_an
     let first = ca.issue(&["localhost"]).unwrap();
     first.write_to(dir.path()).unwrap();
     let stop = CancellationToken::new();
-    let addr = start(dir.path(), &stop).await;
+    let addr = start(dir.path(), &stop, true).await;
     let client = connector(ca.certificate_pem(), &[b"h2", b"http/1.1"], true);
 
     let open = connect(&client, addr, "localhost").await.unwrap();
@@ -133,13 +141,13 @@ async fn files_that_are_not_a_certificate_are_refused_with_the_reason() {
 }
 
 #[tokio::test]
-async fn clients_without_sni_get_the_certificate_and_both_http_versions_are_served() {
+async fn clients_without_sni_get_the_certificate_and_both_http_versions_are_served_with_http2_on() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Authority::generate("test CA").unwrap();
     let pair = ca.issue(&["localhost", "127.0.0.1"]).unwrap();
     pair.write_to(dir.path()).unwrap();
     let stop = CancellationToken::new();
-    let addr = start(dir.path(), &stop).await;
+    let addr = start(dir.path(), &stop, true).await;
     for (alpn, expected) in [
         (&[b"h2".as_slice()][..], Some(b"h2".as_slice())),
         (&[b"http/1.1".as_slice()][..], Some(b"http/1.1".as_slice())),
@@ -157,5 +165,54 @@ async fn clients_without_sni_get_the_certificate_and_both_http_versions_are_serv
             .unwrap();
         assert_eq!(answer.body().as_ref(), b"ok");
     }
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn without_http2_a_client_gets_http1_and_one_that_insists_on_http2_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::generate("test CA").unwrap();
+    ca.issue(&["localhost"])
+        .unwrap()
+        .write_to(dir.path())
+        .unwrap();
+    let stop = CancellationToken::new();
+    let addr = start(dir.path(), &stop, false).await;
+
+    // Offering both, the client is given HTTP/1.1 and answered.
+    let both = connector(ca.certificate_pem(), &[b"h2", b"http/1.1"], true);
+    let stream = connect(&both, addr, "localhost").await.unwrap();
+    assert_eq!(
+        stream.get_ref().1.alpn_protocol(),
+        Some(b"http/1.1".as_slice())
+    );
+    let answer = Sender::start(stream)
+        .await
+        .unwrap()
+        .send(get())
+        .await
+        .unwrap();
+    assert_eq!(answer.body().as_ref(), b"ok");
+
+    // Offering HTTP/2 alone, the handshake fails: no protocol in common.
+    let only_h2 = connector(ca.certificate_pem(), &[b"h2"], true);
+    assert!(connect(&only_h2, addr, "localhost").await.is_err());
+
+    // Naming no protocol and starting HTTP/2 anyway, the request is refused.
+    let none = connector(ca.certificate_pem(), &[], true);
+    let stream = connect(&none, addr, "localhost").await.unwrap();
+    let attempt = tokio::time::timeout(Duration::from_secs(10), async move {
+        let (sender, connection) = h2::client::handshake(stream).await?;
+        tokio::spawn(connection);
+        let request = Request::get("https://localhost/").body(()).unwrap();
+        let (response, _) = sender.ready().await?.send_request(request, true)?;
+        response.await
+    })
+    .await
+    .expect("the server answers or closes within 10 s");
+    assert!(
+        attempt.is_err(),
+        "an HTTP/2 request was answered: {attempt:?}"
+    );
     stop.cancel();
 }

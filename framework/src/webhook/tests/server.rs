@@ -15,9 +15,9 @@ use crate::webhook::{Admission, Config, Validator};
 struct Allow;
 impl Validator<ConfigMap> for Allow {}
 
-/// A self-signed server with a ConfigMap validator on a free port, and its CA.
+/// A self-signed server with a ConfigMap validator on a free port, speaking HTTP/2 too, and its CA.
 pub(super) async fn start(stop: &CancellationToken) -> (std::net::SocketAddr, String) {
-    let config = Config::default().port(0).self_signed(true);
+    let config = Config::default().port(0).self_signed(true).http2(true);
     let webhook = Admission::validator::<ConfigMap>(Allow);
     let server = Server::bind(
         &config,

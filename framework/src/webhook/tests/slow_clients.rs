@@ -60,7 +60,8 @@ fn serving_process() {
             .read_header_timeout(TIMEOUT)
             .read_timeout(TIMEOUT)
             .idle_timeout(TIMEOUT)
-            .max_connections(4 * EACH + 50);
+            .max_connections(4 * EACH + 50)
+            .http2(true);
         let webhook = Admission::validator::<ConfigMap>(Allow);
         let server = Server::bind(&config, &["localhost".into()], &[webhook.route])
             .await
