@@ -68,7 +68,6 @@ mod fan_out;
 pub(crate) mod fuzz;
 mod handler;
 mod initial_events;
-mod list_response;
 mod listener;
 mod progress;
 mod reflector;
