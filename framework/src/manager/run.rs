@@ -485,7 +485,7 @@ impl Manager {
     /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags), and
     /// HTTP/2 as [`Config::enable_http2`] says.
     #[cfg(feature = "tls")]
-    fn serving_limits(&self) -> crate::tls::Limits {
+    pub(super) fn serving_limits(&self) -> crate::tls::Limits {
         #[cfg(feature = "webhooks")]
         let limits = self.config.webhook.limits;
         #[cfg(not(feature = "webhooks"))]

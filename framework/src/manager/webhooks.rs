@@ -98,7 +98,10 @@ impl Manager {
             .chain(self.routes.lock().iter().cloned())
             .chain(self.conversion_route())
             .collect();
-        let config = &self.config.webhook.clone().http2(self.config.enable_http2);
+        let config = &webhook::Config {
+            limits: self.serving_limits(),
+            ..self.config.webhook.clone()
+        };
         if routes.is_empty() || config.port == 0 {
             return Ok(());
         }

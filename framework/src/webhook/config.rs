@@ -170,8 +170,9 @@ impl Config {
         self
     }
 
-    /// Whether clients may speak HTTP/2; the manager's
-    /// [`Config::enable_http2`](crate::manager::Config::enable_http2) sets it.
+    /// Whether clients may speak HTTP/2 (for tests; a manager's server takes
+    /// [`Config::enable_http2`](crate::manager::Config::enable_http2)).
+    #[cfg(test)]
     #[must_use]
     pub(crate) fn http2(mut self, on: bool) -> Self {
         self.limits.http2 = on;

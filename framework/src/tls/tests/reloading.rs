@@ -9,7 +9,8 @@ use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::client::TlsStream;
 use tokio_util::sync::CancellationToken;
 
 use super::ReloadingCertificate;
@@ -51,6 +52,17 @@ fn get() -> Request<Full<Bytes>> {
     Request::get("https://localhost/")
         .body(Full::default())
         .unwrap()
+}
+
+/// Sends a GET on a new connection over `stream` and checks the server's `ok`.
+async fn assert_answers_ok(stream: TlsStream<TcpStream>) {
+    let answer = Sender::start(stream)
+        .await
+        .unwrap()
+        .send(get())
+        .await
+        .unwrap();
+    assert_eq!(answer.body().as_ref(), b"ok");
 }
 
 #[tokio::test]
@@ -157,13 +169,7 @@ async fn clients_without_sni_get_the_certificate_and_both_http_versions_are_serv
         let stream = connect(&client, addr, "localhost").await.unwrap();
         assert_eq!(stream.get_ref().1.alpn_protocol(), expected);
         assert_eq!(presented(&stream), der(pair.certificate_pem()));
-        let answer = Sender::start(stream)
-            .await
-            .unwrap()
-            .send(get())
-            .await
-            .unwrap();
-        assert_eq!(answer.body().as_ref(), b"ok");
+        assert_answers_ok(stream).await;
     }
     stop.cancel();
 }
@@ -186,13 +192,7 @@ async fn without_http2_a_client_gets_http1_and_one_that_insists_on_http2_is_refu
         stream.get_ref().1.alpn_protocol(),
         Some(b"http/1.1".as_slice())
     );
-    let answer = Sender::start(stream)
-        .await
-        .unwrap()
-        .send(get())
-        .await
-        .unwrap();
-    assert_eq!(answer.body().as_ref(), b"ok");
+    assert_answers_ok(stream).await;
 
     // Offering HTTP/2 alone, the handshake fails: no protocol in common.
     let only_h2 = connector(ca.certificate_pem(), &[b"h2"], true);
