@@ -110,13 +110,16 @@ impl Connectivity {
             since, failures, ..
         } = std::mem::take(&mut *state)
         {
+            // Counted before the waiting reconciles are released: they go on at once, on other
+            // threads, and each stops counting as it does.
+            let waiting = self.waiting.load(Ordering::Relaxed);
             self.reachable.send_replace(true);
             drop(state);
             let down_for = since.elapsed();
             tracing::info!(
                 down_for_seconds = down_for.as_secs_f64(),
                 failed_requests = failures,
-                waiting_reconciles = self.waiting.load(Ordering::Relaxed),
+                waiting_reconciles = waiting,
                 "API server reachable again after {:.1} s",
                 down_for.as_secs_f64()
             );
@@ -336,6 +339,54 @@ mod tests {
             .expect("the wait does not panic");
         assert_eq!(tracker.waiting.load(Ordering::Relaxed), 0);
         assert!(!tracker.is_unreachable());
+    }
+
+    /// The `waiting_reconciles` of the INFO lines written.
+    #[derive(Clone, Default)]
+    struct WaitingCounts(Arc<Mutex<Vec<u64>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WaitingCounts {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            struct Field(Option<u64>);
+            impl tracing::field::Visit for Field {
+                fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+                    if field.name() == "waiting_reconciles" {
+                        self.0 = Some(value);
+                    }
+                }
+                fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn fmt::Debug) {}
+            }
+            let mut field = Field(None);
+            event.record(&mut field);
+            if *event.metadata().level() == tracing::Level::INFO {
+                self.0.lock().extend(field.0);
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_line_saying_the_server_is_back_counts_every_reconcile_that_waited() {
+        const WAITERS: usize = 2000;
+        let counts = WaitingCounts::default();
+        let _guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(counts.clone()));
+        let tracker = Arc::new(Connectivity::default());
+        tracker.failed("r", &"connection refused", Duration::from_secs(1));
+        let waiters: Vec<_> = (0..WAITERS)
+            .map(|_| tokio::spawn(tracker.until_reachable()))
+            .collect();
+        assert_eq!(tracker.waiting.load(Ordering::Relaxed), WAITERS);
+        // The waiters wake on the runtime's other thread while this one writes the line: the
+        // count must be taken before they are released.
+        tracker.reachable();
+        for waiter in waiters {
+            waiter.await.expect("the wait does not panic");
+        }
+        assert_eq!(*counts.0.lock(), [WAITERS as u64]);
     }
 
     #[test]
