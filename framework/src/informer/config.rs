@@ -144,7 +144,9 @@ impl Config {
     }
 
     /// How long a watch may send nothing (no event, no bookmark, no close) before it is taken as
-    /// stalled and restarted. Keep it longer than the watch timeout.
+    /// stalled and restarted, and how long a list response may pause before it is taken as
+    /// stalled and requested again (a list that keeps arriving is read however long it takes).
+    /// Keep it longer than the watch timeout.
     #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;

@@ -68,6 +68,7 @@ mod fan_out;
 pub(crate) mod fuzz;
 mod handler;
 mod initial_events;
+mod list_response;
 mod listener;
 mod progress;
 mod reflector;

@@ -19,6 +19,7 @@ use super::decode_ahead::{
 };
 use super::fan_out::{self, FanOut};
 use super::initial_events::InitialEvents;
+use super::list_response;
 use super::progress::{Latest, Progress};
 use super::transforms::Transforms;
 use super::watch_lines::{Idle, WatchLines};
@@ -271,7 +272,8 @@ where
         }
     }
 
-    /// Requests one list page on a task of its own; dropping the handle aborts the request.
+    /// Requests one list page on a task of its own, waiting at most the idle timeout for each
+    /// part of the answer (never for the whole); dropping the handle aborts the request.
     fn fetch_page(&self, params: &ListParams) -> Result<Fetch, kube::Error> {
         let config = &self.config;
         let request = if self.metadata_only {
@@ -284,9 +286,9 @@ where
         let client = self.client.clone();
         let idle = config.idle_timeout;
         Ok(Fetch(tokio::spawn(async move {
-            tokio::time::timeout(idle, client.request::<RawList>(request))
+            list_response::read(&client, request, idle)
                 .await
-                .map_err(|_| ())
+                .map_err(|Idle| ())
         })))
     }
 
@@ -538,12 +540,12 @@ impl Drop for Fetch {
     }
 }
 
-/// A list page or watch response that did not arrive within the idle timeout, as the client's
+/// A list page or watch response that stopped arriving for the idle timeout, as the client's
 /// own error type.
 fn stalled(request: &str) -> kube::Error {
     kube::Error::ReadEvents(std::io::Error::new(
         std::io::ErrorKind::TimedOut,
-        format!("no {request} response within the idle timeout"),
+        format!("the {request} response stopped arriving for the idle timeout"),
     ))
 }
 

@@ -194,7 +194,7 @@ fn cut_off(err: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// The error of a refused watch: the server's `Status`, or one made from its status line and text.
-async fn refusal(code: http::StatusCode, body: Body) -> kube::Error {
+pub(super) async fn refusal(code: http::StatusCode, body: Body) -> kube::Error {
     let text = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(err) => return err,
