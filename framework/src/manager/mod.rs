@@ -320,7 +320,15 @@ impl Manager {
     /// cluster configuration can be used, or [`Error::ClientConfig`] when no client can be built
     /// for it.
     #[cfg(feature = "cli")]
-    pub async fn from_flags(flags: &Flags) -> Result<Self> {
+    pub fn from_flags(flags: &Flags) -> impl Future<Output = Result<Self>> + Send + '_ {
+        // Boxed in a function that is not async, as [`Self::run`] is: compiled into kubeward.
+        let build: futures::future::BoxFuture<'_, Result<Self>> = Box::pin(Self::build(flags));
+        build
+    }
+
+    /// [`Self::from_flags`]'s work.
+    #[cfg(feature = "cli")]
+    async fn build(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
         if let Some(command) = flags.command.as_ref().filter(|c| !c.needs_cluster()) {

@@ -128,7 +128,16 @@ impl Manager {
     /// then shut down first), work still running when the shutdown timeout ran out, or
     /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by; for a
     /// command, [`Error::Manifests`].
-    pub async fn run(self) -> Result<()> {
+    pub fn run(self) -> impl Future<Output = Result<()>> + Send + 'static {
+        // Boxed here, in a function that is not async, so that the run's code is compiled once,
+        // into kubeward, rather than into each operator (a future that only an operator awaits is
+        // compiled there).
+        let run: futures::future::BoxFuture<'static, Result<()>> = Box::pin(self.run_to_end());
+        run
+    }
+
+    /// [`Self::run`]'s work.
+    async fn run_to_end(self) -> Result<()> {
         if let Some(command) = &self.command {
             return self.run_command(command).await;
         }
