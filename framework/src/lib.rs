@@ -89,7 +89,8 @@
 //! | [`leader`] | Lease leader election, on its own |
 //! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
 //!
-//! `error` and `names` (the API server's name rules) serve every layer. A test (`src/tests/layers.rs`) fails when a module's code names a
+//! `error`, `names` (the API server's name rules) and `task` (spawning boxed futures) serve every
+//! layer. A test (`src/tests/layers.rs`) fails when a module's code names a
 //! module below it in this table, or when a module has no row.
 #![doc(test(attr(deny(warnings))))]
 
@@ -110,6 +111,7 @@ pub mod rbac;
 pub mod reconcile;
 pub mod sharding;
 mod spare_capacity;
+mod task;
 #[cfg(feature = "tls")]
 pub mod tls;
 #[cfg(feature = "webhooks")]

@@ -145,11 +145,10 @@ impl<K: Cacheable> Bound<K> {
         tracing::info!(controller = %name, workers = wiring.concurrency, queued = queue.len(), "starting workers");
         let mut workers = JoinSet::new();
         for _ in 0..wiring.concurrency {
-            workers.spawn(work(
-                queue.clone(),
-                Arc::clone(&wiring.shared),
-                shutdown.clone(),
-            ));
+            crate::task::spawn_in(
+                &mut workers,
+                work(queue.clone(), Arc::clone(&wiring.shared), shutdown.clone()),
+            );
         }
         // Keeps workqueue_unfinished_work_seconds and ..._longest_running_processor_seconds
         // current while a reconcile runs, as client-go's queue does.

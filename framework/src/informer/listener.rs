@@ -135,7 +135,7 @@ impl<K: Resource + Send + Sync + 'static> Listener<K> {
         if let Err(err) = spawned {
             tracing::error!(error = %err, "cannot start a thread for an informer event handler");
         }
-        Some(tokio::spawn(async move {
+        Some(crate::task::spawn(async move {
             let _ = done_rx.await;
         }))
     }

@@ -285,7 +285,7 @@ where
         Stats::count(&self.progress.stats().list_requests);
         let client = self.client.clone();
         let idle = config.idle_timeout;
-        Ok(Fetch(tokio::spawn(async move {
+        Ok(Fetch(crate::task::spawn(async move {
             list_response::read(&client, request, idle)
                 .await
                 .map_err(|Idle| ())

@@ -25,12 +25,13 @@ const LAYERS: [&str; 16] = [
     "manager",
 ];
 
-/// What every layer may use: the crate's error, the name checks, a buffer helper, the testing
-/// kit, and `lib.rs` and `tests`, which are not code of a layer.
-const SERVES_ALL: [&str; 6] = [
+/// What every layer may use: the crate's error, the name checks, a buffer helper, the boxed
+/// spawns, the testing kit, and `lib.rs` and `tests`, which are not code of a layer.
+const SERVES_ALL: [&str; 7] = [
     "error",
     "names",
     "spare_capacity",
+    "task",
     "testing",
     "lib",
     "tests",

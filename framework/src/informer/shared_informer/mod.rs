@@ -255,7 +255,7 @@ where
         }
         for reflector in std::mem::take(&mut tasks.reflectors) {
             let shutdown = self.inner.shutdown.clone();
-            tasks.handles.push(tokio::spawn(async move {
+            tasks.handles.push(crate::task::spawn(async move {
                 shutdown.run_until_cancelled(reflector.run()).await;
             }));
         }
@@ -322,7 +322,7 @@ where
             let fan_out = Arc::clone(&self.inner.fan_out);
             let listener = Arc::clone(listener);
             let shutdown = self.inner.shutdown.clone();
-            handles.push(tokio::spawn(async move {
+            handles.push(crate::task::spawn(async move {
                 shutdown
                     .run_until_cancelled(async move {
                         let mut ticks = tokio::time::interval(period);
