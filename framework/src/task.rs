@@ -12,7 +12,8 @@ use tokio::task::{JoinHandle, JoinSet};
 pub(crate) fn spawn<T: Send + 'static>(
     future: impl Future<Output = T> + Send + 'static,
 ) -> JoinHandle<T> {
-    spawn_boxed(Box::pin(future))
+    let future: BoxFuture<'static, T> = Box::pin(future);
+    tokio::spawn(future)
 }
 
 /// [`JoinSet::spawn`] of `future`, boxed, as [`spawn`].
@@ -22,8 +23,4 @@ pub(crate) fn spawn_in<T: Send + 'static>(
 ) {
     let future: BoxFuture<'static, T> = Box::pin(future);
     set.spawn(future);
-}
-
-fn spawn_boxed<T: Send + 'static>(future: BoxFuture<'static, T>) -> JoinHandle<T> {
-    tokio::spawn(future)
 }

@@ -374,7 +374,7 @@ mod tests {
         let counts = WaitingCounts::default();
         let _guard =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(counts.clone()));
-        let tracker = Arc::new(Connectivity::default());
+        let tracker = Connectivity::default();
         tracker.failed("r", &"connection refused", Duration::from_secs(1));
         let waiters: Vec<_> = (0..WAITERS)
             .map(|_| tokio::spawn(tracker.until_reachable()))
