@@ -3,7 +3,8 @@
 //! Same behaviour as `configmap_generator` where kube-runtime has the parts: the owned ConfigMap
 //! (server-side apply, repaired when edited), the finalizer, status with a Ready condition and
 //! observedGeneration, Events and a `crd` subcommand. Not here, because kube-runtime has none:
-//! leader election, metrics, health probes, RBAC generation, flags.
+//! leader election, metrics, health probes, RBAC generation, flags (`kube_runtime_full.rs` adds
+//! the first four from other crates, for `scripts/bench build`).
 
 // A kube-runtime author prints the CRD as any program would; kubeward's own lints forbid `print!`.
 #![allow(clippy::print_stdout)]
@@ -59,19 +60,19 @@ pub struct Condition {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum Error {
+pub(crate) enum Error {
     #[error(transparent)]
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Finalizer(#[from] Box<kube::runtime::finalizer::Error<kube::Error>>),
 }
 
-struct Ctx {
-    client: Client,
-    recorder: Recorder,
+pub(crate) struct Ctx {
+    pub(crate) client: Client,
+    pub(crate) recorder: Recorder,
 }
 
-const MANAGER: &str = "configmap-generator";
+pub(crate) const MANAGER: &str = "configmap-generator";
 
 async fn apply(generator: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<Action, kube::Error> {
     let namespace = generator.namespace().unwrap_or_default();
@@ -154,7 +155,10 @@ async fn publish(ctx: &Ctx, generator: &ConfigMapGenerator, reason: &str, note: 
     }
 }
 
-async fn reconcile(generator: Arc<ConfigMapGenerator>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+pub(crate) async fn reconcile(
+    generator: Arc<ConfigMapGenerator>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, Error> {
     let namespace = generator.namespace().unwrap_or_default();
     let generators: Api<ConfigMapGenerator> = Api::namespaced(ctx.client.clone(), &namespace);
     let cleanup_name = "demo.kubeward.dev/cleanup";
@@ -167,7 +171,7 @@ async fn reconcile(generator: Arc<ConfigMapGenerator>, ctx: Arc<Ctx>) -> Result<
     Ok(action.await.map_err(Box::new)?)
 }
 
-fn error_policy(_: Arc<ConfigMapGenerator>, error: &Error, _: Arc<Ctx>) -> Action {
+pub(crate) fn error_policy(_: Arc<ConfigMapGenerator>, error: &Error, _: Arc<Ctx>) -> Action {
     tracing::warn!(%error, "reconcile failed");
     Action::requeue(Duration::from_secs(5))
 }

@@ -1,0 +1,28 @@
+//! The example operator as the smallest kubeward build makes it: no default features (no `cli`,
+//! no `tls`), so its manager is configured in code and it installs its own logging. It serves
+//! plain-HTTP metrics on :8080 and probes on :8081 and elects a leader, as the flag defaults of
+//! `configmap_generator --leader-elect` do. `scripts/bench build` measures its build cost.
+
+use std::net::SocketAddr;
+
+use kubeward::leader;
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt::init();
+    let everywhere = |port| BindAddress::On(SocketAddr::from(([0, 0, 0, 0], port)));
+    let election = LeaderElection::new(
+        "configmap-generator-leader",
+        None,
+        leader::Config::default(),
+    );
+    let config = Config::default()
+        .metrics_bind_address(everywhere(8080))
+        .health_probe_bind_address(everywhere(8081))
+        .leader_election(Some(election));
+    let manager = Manager::with_client_config(kube::Config::infer().await?, config)?;
+    manager.add(ConfigMapGenerator::controller(Generator));
+    Ok(manager.run().await?)
+}
