@@ -7,7 +7,8 @@
 //! the first four from other crates, for `scripts/bench build`).
 
 // A kube-runtime author prints the CRD as any program would; kubeward's own lints forbid `print!`.
-#![allow(clippy::print_stdout)]
+// Its context holds kube-runtime's `Recorder`, which has no `Debug`.
+#![allow(clippy::print_stdout, missing_debug_implementations)]
 
 // ANCHOR: operator
 use std::sync::Arc;
@@ -59,20 +60,27 @@ pub struct Condition {
     observed_generation: Option<i64>,
 }
 
+/// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Error {
+pub enum Error {
+    /// A request to the API server failed.
     #[error(transparent)]
     Kube(#[from] kube::Error),
+    /// Adding or removing the finalizer failed.
     #[error(transparent)]
     Finalizer(#[from] Box<kube::runtime::finalizer::Error<kube::Error>>),
 }
 
-pub(crate) struct Ctx {
-    pub(crate) client: Client,
-    pub(crate) recorder: Recorder,
+/// What every reconcile is given.
+pub struct Ctx {
+    /// The client of the API server.
+    pub client: Client,
+    /// Publishes Events about the generators.
+    pub recorder: Recorder,
 }
 
-pub(crate) const MANAGER: &str = "configmap-generator";
+/// The field manager of the applied ConfigMaps, and the controller that reports Events.
+pub const MANAGER: &str = "configmap-generator";
 
 async fn apply(generator: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<Action, kube::Error> {
     let namespace = generator.namespace().unwrap_or_default();
@@ -155,10 +163,11 @@ async fn publish(ctx: &Ctx, generator: &ConfigMapGenerator, reason: &str, note: 
     }
 }
 
-pub(crate) async fn reconcile(
-    generator: Arc<ConfigMapGenerator>,
-    ctx: Arc<Ctx>,
-) -> Result<Action, Error> {
+/// Applies the ConfigMap and status of `generator`, or, once it is deleted, deletes the ConfigMap.
+///
+/// # Errors
+/// When a request to the API server fails.
+pub async fn reconcile(generator: Arc<ConfigMapGenerator>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let namespace = generator.namespace().unwrap_or_default();
     let generators: Api<ConfigMapGenerator> = Api::namespaced(ctx.client.clone(), &namespace);
     let cleanup_name = "demo.kubeward.dev/cleanup";
@@ -171,7 +180,8 @@ pub(crate) async fn reconcile(
     Ok(action.await.map_err(Box::new)?)
 }
 
-pub(crate) fn error_policy(_: Arc<ConfigMapGenerator>, error: &Error, _: Arc<Ctx>) -> Action {
+/// Retries a failed reconcile after 5 s.
+pub fn error_policy(_: Arc<ConfigMapGenerator>, error: &Error, _: Arc<Ctx>) -> Action {
     tracing::warn!(%error, "reconcile failed");
     Action::requeue(Duration::from_secs(5))
 }

@@ -67,7 +67,8 @@
 //!
 //! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
 //! reconcile kit, leader election, plain-HTTP metrics and probes and the manager with a `Config`
-//! built in code; CI lints it on its own, and with `cli` alone.
+//! built in code (the example program `configmap_generator_minimal` is one such operator); CI
+//! lints it on its own, and with `cli` alone.
 //!
 //! # Layout
 //!
