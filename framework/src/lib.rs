@@ -68,7 +68,8 @@
 //! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
 //! reconcile kit, leader election, plain-HTTP metrics and probes and the manager with a `Config`
 //! built in code (the example program `configmap_generator_minimal` is one such operator); CI
-//! lints it on its own, and with `cli` alone.
+//! lints it on its own, and with `cli` alone, and an integration test builds such an operator
+//! apart from the workspace and runs it on the local control plane.
 //!
 //! # Layout
 //!

@@ -1,6 +1,8 @@
-//! `cargo kubeward` end to end: a new operator with two kinds, a controller of Deployments and
-//! webhooks is generated, formatted, built, tested against the shared control plane, its chart
-//! rendered and linted, and run until its sample is Ready.
+//! Operators built as their authors build them, apart from this workspace. `cargo kubeward` end to
+//! end: a new operator with two kinds, a controller of Deployments and webhooks is generated,
+//! formatted, built, tested against the shared control plane, its chart rendered and linted, and
+//! run until its sample is Ready. And the smallest build (kubeward without default features),
+//! built and run until it has reconciled.
 //!
 //! The project is built with this workspace's `Cargo.lock`, target folder and `--offline`: its
 //! dependencies resolve to the same versions, so only crates whose features differ from the
@@ -10,6 +12,7 @@
 //! binary keep a core.
 
 mod project;
+mod smallest;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
