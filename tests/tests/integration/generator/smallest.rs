@@ -12,6 +12,7 @@ use kubeward::testing::{ControlPlane, free_addr, get, install_definition, wait_f
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, ConfigMapGeneratorSpec};
 
 use super::{cargo, target_dir, workspace};
+use crate::metrics::scrape::scrape;
 
 /// The operator's `main`: the example's reconciler, its manager configured in code as
 /// `configmap_generator_minimal` does, but on the addresses and namespace the test gives it.
@@ -124,13 +125,11 @@ async fn the_smallest_build_reconciles_and_serves_its_metrics() -> anyhow::Resul
         "/readyz ok and a successful reconcile counted on /metrics",
         || async {
             let ready = get(probes, "/readyz").await.ok()?;
-            let served = get(metrics, "/metrics").await.ok()?;
-            let counted = served.body().lines().any(|line| {
-                line.starts_with("controller_runtime_reconcile_total{")
-                    && line.contains("result=\"success\"")
-                    && !line.ends_with(" 0")
-            });
-            (ready.status() == 200 && counted).then_some(())
+            let successes = scrape(metrics).await?.value(
+                "controller_runtime_reconcile_total",
+                &[("controller", "configmap-generator"), ("result", "success")],
+            )?;
+            (ready.status() == 200 && successes > 0.0).then_some(())
         },
     )
     .await?;

@@ -5,7 +5,7 @@ mod client;
 mod dashboard;
 mod https;
 mod prometheus;
-mod scrape;
+pub(crate) mod scrape;
 mod secure;
 
 use crate::fixtures::watching;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 /// `/metrics` of `addr`, parsed; `None` while it cannot be fetched.
-pub(super) async fn scrape(addr: SocketAddr) -> Option<Scrape> {
+pub(crate) async fn scrape(addr: SocketAddr) -> Option<Scrape> {
     let body = kubeward::testing::scrape(addr).await.ok()?;
     Scrape::parse(&body).ok()
 }
@@ -19,7 +19,7 @@ pub(super) struct Sample {
 
 /// Every sample of one scrape, and the text it came from.
 #[derive(Debug)]
-pub(super) struct Scrape {
+pub(crate) struct Scrape {
     pub(super) text: String,
     pub(super) samples: Vec<Sample>,
 }
@@ -52,7 +52,7 @@ impl Scrape {
     }
 
     /// The one sample of `name` with `labels`, if there is exactly one.
-    pub(super) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let mut found = self.matching(name, labels);
         let first = found.next()?;
         found.next().is_none().then_some(first.value)
