@@ -12,7 +12,7 @@ use super::trigger::Wired;
 use super::worker::Shared;
 use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY};
 use crate::cache::ObjectKey;
-use crate::informer::handler_fns;
+use crate::informer::{Hints, change_fns};
 use crate::queue::{AddOptions, Priority};
 
 /// A controller bound to a [`Cluster`]: its handlers are registered on the shared informers, so
@@ -82,23 +82,23 @@ impl<K: Cacheable> Controller<K> {
         let own_writes = Arc::new(OwnWrites::new(intake.clone()));
         let (own, kind) = (Arc::clone(&own_writes), self.kind.name().to_owned());
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
-        let synced = informer.clone();
-        // On the reflector's task: the handler only turns a change into a key for the queue.
-        let registration = informer.add_inline_handler(
-            handler_fns()
-                .on_add(move |obj: Arc<K>| {
+        // On the controller's own task (see informer::Listener), never under the informer's
+        // lock: the handler turns a change into a key for the queue, after the predicate.
+        let registration = informer.add_change_handler(
+            change_fns()
+                .on_add(move |obj: Arc<K>, hints: Hints| {
                     // Objects of the initial list wait behind live changes (with aging).
-                    let priority = if synced.has_synced() {
-                        Priority::default()
-                    } else {
+                    let priority = if hints.listed {
                         Priority::LOW
+                    } else {
+                        Priority::default()
                     };
                     on_add.add_with(
                         ObjectKey::of(obj.as_ref()),
                         AddOptions::new().priority(priority),
                     );
                 })
-                .on_update(move |old: Arc<K>, new: Arc<K>| {
+                .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
                     if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
                         return;
                     }
@@ -110,7 +110,12 @@ impl<K: Cacheable> Controller<K> {
                     }
                     // The controller's own status writes and failure reports are no reason to
                     // reconcile again.
-                    own.trigger(&target_of(&kind, new.meta()), new.meta(), vec![key]);
+                    let target = target_of(&kind, new.meta());
+                    if hints.coalesced {
+                        own.trigger_coalesced(&target, new.meta(), vec![key]);
+                    } else {
+                        own.trigger(&target, new.meta(), vec![key]);
+                    }
                 })
                 .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
         );

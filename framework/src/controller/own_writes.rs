@@ -10,6 +10,11 @@
 //! carries the written state is dropped and the others trigger as usual. Any change by anyone
 //! else has another resourceVersion and triggers; a write that fails or is cancelled releases
 //! what was held; a forgotten write only costs one extra reconcile.
+//!
+//! A handler's buffer may coalesce several changes of one object into one event (see
+//! `informer::Hints`): such an event may hide someone else's change behind our written state,
+//! so it is never dropped ([`OwnWrites::trigger_coalesced`]), though it still uses up the
+//! written state it carries.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -61,8 +66,9 @@ struct InFlight {
     writes: usize,
     /// What the finished writes of this flight wrote.
     ours: HashSet<(String, String)>,
-    /// Events held: their (uid, resourceVersion) and the keys they would trigger.
-    held: Vec<((String, String), Vec<ObjectKey>)>,
+    /// Events held: their (uid, resourceVersion), the keys they would trigger, and whether
+    /// they stand for several changes (then never dropped).
+    held: Vec<((String, String), Vec<ObjectKey>, bool)>,
 }
 
 /// A write in flight; dropping it unfinished (an error, a cancelled reconcile) releases the
@@ -99,19 +105,36 @@ impl OwnWrites {
     /// brings back a state the controller wrote, held while a write of `target` is in flight,
     /// queued otherwise.
     pub(crate) fn trigger(&self, target: &Target, meta: &ObjectMeta, keys: Vec<ObjectKey>) {
+        self.observe(target, meta, keys, false);
+    }
+
+    /// Handles an event that stands for several changes of `target`, the last in state `meta`:
+    /// as [`Self::trigger`], but never dropped, since a change by someone else may be among
+    /// those it stands for.
+    pub(crate) fn trigger_coalesced(
+        &self,
+        target: &Target,
+        meta: &ObjectMeta,
+        keys: Vec<ObjectKey>,
+    ) {
+        self.observe(target, meta, keys, true);
+    }
+
+    fn observe(&self, target: &Target, meta: &ObjectMeta, keys: Vec<ObjectKey>, several: bool) {
         let state = state(meta);
         let mut inner = self.inner.lock();
         if let Some(state) = &state
             && inner.written.remove(state)
         {
             inner.order.retain(|s| s != state);
-            return;
-        }
-        if let Some(flight) = inner.in_flight.get_mut(target)
+            if !several {
+                return;
+            }
+        } else if let Some(flight) = inner.in_flight.get_mut(target)
             && let Some(state) = state
         {
-            if !flight.ours.contains(&state) {
-                flight.held.push((state, keys));
+            if several || !flight.ours.contains(&state) {
+                flight.held.push((state, keys, several));
             }
             return;
         }
@@ -131,9 +154,10 @@ impl OwnWrites {
         let mut seen = false;
         if let Some(written) = &written {
             flight.ours.insert(written.clone());
-            let before = flight.held.len();
-            flight.held.retain(|(state, _)| state != written);
-            seen = flight.held.len() < before;
+            seen = flight.held.iter().any(|(state, ..)| state == written);
+            flight
+                .held
+                .retain(|(state, _, several)| *several || state != written);
         }
         if flight.writes > 0 {
             return;
@@ -145,7 +169,7 @@ impl OwnWrites {
             remember(&mut inner, written);
         }
         drop(inner);
-        for (_, keys) in flight.held {
+        for (_, keys, _) in flight.held {
             for key in keys {
                 self.intake.add(key);
             }
@@ -286,5 +310,32 @@ mod tests {
         );
         writes.trigger(&target(), &meta("a", &CAPACITY.to_string()), owner());
         assert_eq!(queue.len(), 1, "the newest is still known");
+    }
+
+    #[test]
+    fn an_event_standing_for_several_changes_is_never_dropped_but_uses_up_our_state() {
+        let (writes, queue, _term) = setup();
+        // Someone's change (8) and our write (9) coalesced into one event carrying 9.
+        writes.begin(target()).finish(&meta("a", "9"));
+        writes.trigger_coalesced(&target(), &meta("a", "9"), owner());
+        assert_eq!(queue.len(), 1, "another's change may hide behind our state");
+        // The same while our write is in flight: held, then queued, not dropped.
+        let ticket = writes.begin(target());
+        writes.trigger_coalesced(
+            &target(),
+            &meta("a", "11"),
+            vec![ObjectKey::new(Some("ns"), "eleven")],
+        );
+        assert_eq!(queue.len(), 1, "held while the write is in flight");
+        ticket.finish(&meta("a", "11"));
+        assert_eq!(queue.len(), 2, "released, not dropped, when the write ends");
+        // Neither written state is remembered any more: a plain event carrying 9 or 11 again
+        // would be someone else's.
+        writes.trigger(
+            &target(),
+            &meta("a", "11"),
+            vec![ObjectKey::new(Some("ns"), "x")],
+        );
+        assert_eq!(queue.len(), 3, "11 was seen, so it is not remembered");
     }
 }

@@ -36,8 +36,9 @@ impl<K> fmt::Debug for Predicate<K> {
 }
 
 impl<K: Resource + 'static> Predicate<K> {
-    /// A predicate from a function of the old and new state. It runs on the informer's task
-    /// as each change is cached: a quick comparison, never I/O.
+    /// A predicate from a function of the old and new state. It runs on the controller's own
+    /// task for the informer, so a slow one delays only its controller; still, a quick
+    /// comparison, never I/O (it would hold a runtime thread).
     pub fn new(test: impl Fn(&K, &K) -> bool + Send + Sync + 'static) -> Self {
         Self {
             test: Arc::new(test),

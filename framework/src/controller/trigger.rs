@@ -9,7 +9,7 @@ use super::intake::Intake;
 use super::own_writes::{OwnWrites, Target, target_of};
 use super::{Cacheable, Kind, Watchable};
 use crate::cache::ObjectKey;
-use crate::informer::{self, CacheScope, Factory, Registration, SharedInformer, handler_fns};
+use crate::informer::{self, CacheScope, Factory, Hints, Registration, SharedInformer, change_fns};
 
 /// Waits until an informer has synced.
 pub(crate) type WaitForSync =
@@ -61,7 +61,7 @@ pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Trigger {
         let informer = factory.watched::<C>(scope);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner(&owner, meta));
         let keys = move |c: &C| owners(c.meta()).into_iter().collect();
-        wire(&informer, queue, own_writes, Mapper::Ours(keys))
+        wire(&informer, queue, own_writes, keys)
     })
 }
 
@@ -71,48 +71,46 @@ pub(crate) fn watch_trigger<W: Watchable>(
 ) -> Trigger {
     Box::new(move |factory, scope, queue, own_writes| {
         let informer = factory.watched::<W>(scope);
-        wire(&informer, queue, own_writes, Mapper::Users(mapper))
+        wire(&informer, queue, own_writes, mapper)
     })
 }
 
-/// Who wrote the function from a changed object to the keys it triggers. The framework's own
-/// never block, so they run on the informer's task as each change is stored; a user's runs on a
-/// delivery thread of its own, so a slow one delays only its controller.
-enum Mapper<F> {
-    Ours(F),
-    Users(F),
-}
-
+/// Registers the handler that turns changes of `C` into the `keys` it triggers, on the
+/// controller's own task for this informer: a mapper, the framework's (an owner reference) or a
+/// user's (`watches`), delays only its controller, however slow.
 fn wire<C: Watchable>(
     informer: &SharedInformer<C>,
     queue: &Intake,
     own_writes: &Arc<OwnWrites>,
-    keys: Mapper<impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static>,
+    keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Wired {
-    let (keys, inline) = match keys {
-        Mapper::Ours(keys) => (Arc::new(keys), true),
-        Mapper::Users(keys) => (Arc::new(keys), false),
-    };
+    let keys = Arc::new(keys);
     let (on_add, on_update, on_delete) = (Arc::clone(&keys), Arc::clone(&keys), keys);
     let q_delete = queue.clone();
     let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
-    let handler = handler_fns()
-        .on_add(move |c: Arc<C>| added.trigger(&target(c.as_ref()), c.meta(), on_add(&c)))
-        .on_update(move |old: Arc<C>, new: Arc<C>| {
+    let handler = change_fns()
+        .on_add(move |c: Arc<C>, hints: Hints| {
+            observe(&added, c.as_ref(), on_add(&c), hints);
+        })
+        .on_update(move |old: Arc<C>, new: Arc<C>, hints: Hints| {
             let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
-            updated.trigger(&target(new.as_ref()), new.meta(), keys);
+            observe(&updated, new.as_ref(), keys, hints);
         })
         .on_delete(move |deleted| {
             for key in on_delete(deleted.object()) {
                 q_delete.add(key);
             }
         });
-    let registration = if inline {
-        informer.add_inline_handler(handler)
+    Wired::new(informer, informer.add_change_handler(handler))
+}
+
+/// Hands a change of `c` that would trigger `keys` to the own-writes filter.
+fn observe<C: Watchable>(own_writes: &OwnWrites, c: &C, keys: Vec<ObjectKey>, hints: Hints) {
+    if hints.coalesced {
+        own_writes.trigger_coalesced(&target(c), c.meta(), keys);
     } else {
-        informer.add_handler(handler)
-    };
-    Wired::new(informer, registration)
+        own_writes.trigger(&target(c), c.meta(), keys);
+    }
 }
 
 /// Which object `c` is, for [`OwnWrites`].

@@ -23,12 +23,25 @@ pub(crate) enum Pending<K> {
     Nothing,
 }
 
+/// One pending change as it is handed out, with what the framework's own handlers need to know
+/// of how it came about.
+#[derive(Debug)]
+pub(crate) struct Popped<K> {
+    /// What changed.
+    pub(crate) change: Pending<K>,
+    /// It stands for several changes of its object: the states between were never handed out
+    /// (a filter of a controller's own writes must not drop it for its last state alone).
+    pub(crate) coalesced: bool,
+    /// Every change in it was stored before the informer's first complete list.
+    pub(crate) listed: bool,
+}
+
 /// Pending changes, one per object, in the order objects first became pending.
 #[doc(alias = "DeltaFIFO")]
 #[derive(Debug)]
 pub(crate) struct Buffer<K> {
     order: VecDeque<ObjectKey>,
-    pending: HashMap<ObjectKey, Pending<K>>,
+    pending: HashMap<ObjectKey, Popped<K>>,
 }
 
 impl<K: Resource> Buffer<K> {
@@ -44,14 +57,30 @@ impl<K: Resource> Buffer<K> {
         self.pending.len()
     }
 
-    /// Merges `change` into what is pending for its object.
-    pub(crate) fn push(&mut self, change: Change<K>) {
+    /// Whether no object has a pending change.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Merges `change` into what is pending for its object; `listed` if it was stored before
+    /// the informer's first complete list.
+    pub(crate) fn push(&mut self, change: Change<K>, listed: bool) {
         let key = change.key();
         if let Some(before) = self.pending.remove(&key) {
-            self.pending.insert(key, merge(before, change));
+            let merged = Popped {
+                change: merge(before.change, change),
+                coalesced: true,
+                listed: before.listed && listed,
+            };
+            self.pending.insert(key, merged);
         } else {
             self.order.push_back(key.clone());
-            self.pending.insert(key, Pending::from(change));
+            let first = Popped {
+                change: Pending::from(change),
+                coalesced: false,
+                listed,
+            };
+            self.pending.insert(key, first);
         }
     }
 
@@ -60,21 +89,30 @@ impl<K: Resource> Buffer<K> {
         let key = ObjectKey::of(obj.as_ref());
         if !self.pending.contains_key(&key) {
             self.order.push_back(key.clone());
+            let resync = Pending::Updated {
+                old: Arc::clone(obj),
+                new: Arc::clone(obj),
+            };
             self.pending.insert(
                 key,
-                Pending::Updated {
-                    old: Arc::clone(obj),
-                    new: Arc::clone(obj),
+                Popped {
+                    change: resync,
+                    coalesced: false,
+                    listed: false,
                 },
             );
         }
     }
 
     /// The oldest pending change.
-    pub(crate) fn pop(&mut self) -> Option<Pending<K>> {
+    pub(crate) fn pop(&mut self) -> Option<Popped<K>> {
         while let Some(key) = self.order.pop_front() {
             match self.pending.remove(&key) {
-                Some(Pending::Nothing) | None => {}
+                Some(Popped {
+                    change: Pending::Nothing,
+                    ..
+                })
+                | None => {}
                 Some(pending) => return Some(pending),
             }
         }
@@ -149,13 +187,16 @@ mod tests {
     fn updates_coalesce_into_the_oldest_old_state_and_the_newest_new_state() {
         let mut buffer = Buffer::new();
         for i in 1..=10 {
-            buffer.push(Change::Updated {
-                old: cm("a", i),
-                new: cm("a", i + 1),
-            });
+            buffer.push(
+                Change::Updated {
+                    old: cm("a", i),
+                    new: cm("a", i + 1),
+                },
+                false,
+            );
         }
         assert_eq!(buffer.len(), 1);
-        match buffer.pop() {
+        match buffer.pop().map(|p| p.change) {
             Some(Pending::Updated { old, new }) => assert_eq!((rv(&old), rv(&new)), ("1", "11")),
             other => panic!("expected one coalesced update, got {other:?}"),
         }
@@ -165,15 +206,18 @@ mod tests {
     #[test]
     fn an_object_added_and_deleted_before_delivery_is_never_mentioned() {
         let mut buffer = Buffer::new();
-        buffer.push(Change::Added(cm("a", 1)));
-        buffer.push(Change::Updated {
-            old: cm("a", 1),
-            new: cm("a", 2),
-        });
-        buffer.push(Change::Deleted(Deleted::Final(cm("a", 3))));
-        buffer.push(Change::Added(cm("b", 4)));
+        buffer.push(Change::Added(cm("a", 1)), false);
+        buffer.push(
+            Change::Updated {
+                old: cm("a", 1),
+                new: cm("a", 2),
+            },
+            false,
+        );
+        buffer.push(Change::Deleted(Deleted::Final(cm("a", 3))), false);
+        buffer.push(Change::Added(cm("b", 4)), false);
         assert!(
-            matches!(buffer.pop(), Some(Pending::Added(b)) if b.metadata.name.as_deref() == Some("b"))
+            matches!(buffer.pop().map(|p| p.change), Some(Pending::Added(b)) if b.metadata.name.as_deref() == Some("b"))
         );
         assert!(buffer.pop().is_none());
     }
@@ -181,19 +225,19 @@ mod tests {
     #[test]
     fn a_delete_then_recreate_is_delivered_as_both_and_resync_never_overrides_a_pending_change() {
         let mut buffer = Buffer::new();
-        buffer.push(Change::Deleted(Deleted::Final(cm("a", 2))));
-        buffer.push(Change::Added(cm("a", 3)));
+        buffer.push(Change::Deleted(Deleted::Final(cm("a", 2))), false);
+        buffer.push(Change::Added(cm("a", 3)), false);
         buffer.push_resync(&cm("a", 3));
         buffer.push_resync(&cm("b", 1));
         assert_eq!(buffer.len(), 2);
-        match buffer.pop() {
+        match buffer.pop().map(|p| p.change) {
             Some(Pending::Replaced { deleted, added }) => {
                 assert_eq!((rv(deleted.object()), rv(&added)), ("2", "3"));
             }
             other => panic!("expected delete + add, got {other:?}"),
         }
         assert!(
-            matches!(buffer.pop(), Some(Pending::Updated { old, new }) if Arc::ptr_eq(&old, &new))
+            matches!(buffer.pop().map(|p| p.change), Some(Pending::Updated { old, new }) if Arc::ptr_eq(&old, &new))
         );
     }
 
@@ -202,10 +246,13 @@ mod tests {
         let mut buffer = Buffer::new();
         for i in 0..100_000_u64 {
             let name = format!("cm-{}", i % 100);
-            buffer.push(Change::Updated {
-                old: cm(&name, i),
-                new: cm(&name, i + 1),
-            });
+            buffer.push(
+                Change::Updated {
+                    old: cm(&name, i),
+                    new: cm(&name, i + 1),
+                },
+                false,
+            );
             assert!(buffer.len() <= 100);
         }
         assert_eq!(buffer.order.len(), 100);
@@ -215,7 +262,7 @@ mod tests {
     fn a_drained_burst_gives_its_room_back_and_the_buffer_still_works() {
         let mut buffer = Buffer::new();
         for i in 0..10_000 {
-            buffer.push(Change::Added(cm(&format!("cm-{i}"), 1)));
+            buffer.push(Change::Added(cm(&format!("cm-{i}"), 1)), false);
         }
         let mut popped = 0;
         while buffer.pop().is_some() {
@@ -227,7 +274,29 @@ mod tests {
             buffer.pending.capacity() <= 2 * spare_capacity::KEPT
                 && buffer.order.capacity() <= 2 * spare_capacity::KEPT
         );
-        buffer.push(Change::Added(cm("again", 2)));
-        assert!(matches!(buffer.pop(), Some(Pending::Added(obj)) if rv(&obj) == "2"));
+        buffer.push(Change::Added(cm("again", 2)), false);
+        assert!(
+            matches!(buffer.pop().map(|p| p.change), Some(Pending::Added(obj)) if rv(&obj) == "2")
+        );
+    }
+
+    #[test]
+    fn a_change_says_whether_it_stands_for_several_and_whether_all_came_from_the_first_list() {
+        let mut buffer = Buffer::new();
+        buffer.push(Change::Added(cm("listed", 1)), true);
+        buffer.push(Change::Added(cm("listed-then-live", 2)), true);
+        buffer.push(
+            Change::Updated {
+                old: cm("listed-then-live", 2),
+                new: cm("listed-then-live", 3),
+            },
+            false,
+        );
+        let first = buffer.pop().expect("the first object's change");
+        assert!(first.listed && !first.coalesced, "{first:?}");
+        let second = buffer.pop().expect("the second object's change");
+        assert!(!second.listed && second.coalesced, "{second:?}");
+        assert!(matches!(second.change, Pending::Added(obj) if rv(&obj) == "3"));
+        assert!(buffer.is_empty());
     }
 }

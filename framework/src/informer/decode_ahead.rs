@@ -5,6 +5,9 @@
 //! hands such a backlog, in batches, to tokio's blocking pool and applies the decoded batches in
 //! the order the lines arrived, while the next batches decode on other cores. A line that comes
 //! alone is decoded on the reflector's task: no thread hop when the watch keeps up.
+//!
+//! On a current-thread runtime (tests, and simulations on a paused clock that a thread outside
+//! the runtime would make nondeterministic) every line is decoded on the reflector's task.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -39,6 +42,8 @@ pub(super) type Decoded<K> = Vec<(Bytes, Decoding<K>)>;
 pub(super) struct DecodeAhead<K> {
     decoder: Arc<Decoder<K>>,
     batches: VecDeque<JoinHandle<Decoded<K>>>,
+    /// Whether the runtime has other threads to decode on.
+    parallel: bool,
 }
 
 impl<K> DecodeAhead<K>
@@ -46,9 +51,12 @@ where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
     pub(super) fn new(decoder: Arc<Decoder<K>>) -> Self {
+        let parallel = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         Self {
             decoder,
             batches: VecDeque::new(),
+            parallel,
         }
     }
 
@@ -61,9 +69,10 @@ where
     /// backlog does, and so does any line read while earlier batches decode (it must be
     /// applied after them).
     pub(super) fn takes(&self, lines: usize, bytes: usize) -> bool {
-        lines >= BACKLOG_LINES
-            || (lines >= 2 && bytes >= BACKLOG_BYTES)
-            || (lines > 0 && !self.batches.is_empty())
+        self.parallel
+            && (lines >= BACKLOG_LINES
+                || (lines >= 2 && bytes >= BACKLOG_BYTES)
+                || (lines > 0 && !self.batches.is_empty()))
     }
 
     /// Whether a batch must be applied before another can start decoding.
@@ -114,15 +123,24 @@ mod tests {
     use crate::informer::Config;
     use crate::informer::transforms::Transforms;
 
-    #[tokio::test]
-    async fn a_backlog_is_many_lines_or_a_few_large_ones_and_lines_after_a_batch_follow_it() {
-        let decoder = Decoder::<ConfigMap>::new(
+    fn decoder() -> Arc<Decoder<ConfigMap>> {
+        Arc::new(Decoder::new(
             "/cms",
             &Config::default(),
             Arc::new(Transforms::new(true)),
             Arc::default(),
-        );
-        let mut ahead = DecodeAhead::new(Arc::new(decoder));
+        ))
+    }
+
+    #[tokio::test]
+    async fn on_a_current_thread_runtime_every_line_is_decoded_where_it_is_read() {
+        let ahead = DecodeAhead::new(decoder());
+        assert!(!ahead.takes(BACKLOG_LINES, MAX_BATCH_BYTES));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_backlog_is_many_lines_or_a_few_large_ones_and_lines_after_a_batch_follow_it() {
+        let mut ahead = DecodeAhead::new(decoder());
         assert!(!ahead.takes(BACKLOG_LINES - 1, 100), "a few small lines");
         assert!(ahead.takes(BACKLOG_LINES, 100));
         assert!(ahead.takes(2, BACKLOG_BYTES), "two large objects");

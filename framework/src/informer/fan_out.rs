@@ -1,23 +1,40 @@
-//! The store and the handlers behind it: every change is stored first, then handed to each handler.
+//! The store and the handlers behind it: every change is stored first, then buffered for each
+//! handler, whose own task delivers it.
 
 use std::sync::Arc;
 
 use kube::Resource;
 use parking_lot::Mutex;
 
+use super::buffer::{Buffer, Popped};
 use super::listener::Listener;
+use super::progress::Progress;
 use crate::cache::{self, Change, Store, Writer};
 
-/// Stores what the reflector sends and hands each resulting change to every handler's buffer.
+/// The most changes a handler's task takes from its buffer at once: the rest stay in the buffer,
+/// where later changes of the same objects coalesce with them.
+const BATCH: usize = 64;
+
+/// Stores what the reflector sends and buffers each resulting change for every handler.
 ///
 /// Knows nothing of where changes come from: the reflector (or a test) calls it, never the
-/// reverse.
+/// reverse. On the caller's task a change takes two locks, one inside the other for a few
+/// instructions: the handlers' (below) and the store's. No handler runs under either; each runs
+/// on its own task ([`FanOut::deliver`]).
 pub(crate) struct FanOut<K> {
     writer: Writer<K>,
     store: Store<K>,
-    /// The handlers; held while the store changes and the change is handed out, so a handler
-    /// added meanwhile sees every change exactly once.
-    listeners: Mutex<Vec<Arc<Listener<K>>>>,
+    /// Whether a change is stored before the informer's first complete list.
+    progress: Arc<Progress>,
+    /// The handlers and their buffers; held while the store changes and the change is buffered,
+    /// so a handler added meanwhile sees every change exactly once.
+    handlers: Mutex<Vec<Slot<K>>>,
+}
+
+/// One handler and what it has yet to be told.
+struct Slot<K> {
+    listener: Arc<Listener<K>>,
+    buffer: Buffer<K>,
 }
 
 /// A complete list being stored, page by page or event by event; see [`FanOut::relist`].
@@ -30,11 +47,12 @@ pub(crate) struct Relist<'a, K> {
 }
 
 impl<K: Resource + Send + Sync + 'static> FanOut<K> {
-    pub(crate) fn new((store, writer): (Store<K>, Writer<K>)) -> Self {
+    pub(crate) fn new((store, writer): (Store<K>, Writer<K>), progress: Arc<Progress>) -> Self {
         Self {
             writer,
             store,
-            listeners: Mutex::new(Vec::new()),
+            progress,
+            handlers: Mutex::new(Vec::new()),
         }
     }
 
@@ -50,25 +68,32 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
 
     /// How many handlers there are.
     pub(crate) fn handlers(&self) -> usize {
-        self.listeners.lock().len()
+        self.handlers.lock().len()
     }
 
     /// Adds a handler; it first gets an add for each cached object.
     pub(crate) fn register(&self, listener: &Arc<Listener<K>>) {
-        let mut listeners = self.listeners.lock();
+        let mut handlers = self.handlers.lock();
+        let mut buffer = Buffer::new();
+        let listed = !self.progress.is_listed();
         for obj in self.store.list() {
-            listener.push(Change::Added(obj));
+            buffer.push(Change::Added(obj), listed);
         }
-        listeners.push(Arc::clone(listener));
+        handlers.push(Slot {
+            listener: Arc::clone(listener),
+            buffer,
+        });
+        drop(handlers);
+        listener.wake();
     }
 
     /// Removes a handler and stops its delivery; `false` if it was not one (any more).
     pub(crate) fn remove(&self, target: &Arc<Listener<K>>) -> bool {
-        let mut listeners = self.listeners.lock();
-        let before = listeners.len();
-        listeners.retain(|l| !Arc::ptr_eq(l, target));
-        let removed = listeners.len() < before;
-        drop(listeners);
+        let mut handlers = self.handlers.lock();
+        let before = handlers.len();
+        handlers.retain(|slot| !Arc::ptr_eq(&slot.listener, target));
+        let removed = handlers.len() < before;
+        drop(handlers);
         if removed {
             target.stop();
         }
@@ -77,40 +102,85 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
 
     /// Every handler, e.g. to start their deliveries.
     pub(crate) fn listeners(&self) -> Vec<Arc<Listener<K>>> {
-        self.listeners.lock().clone()
+        self.handlers
+            .lock()
+            .iter()
+            .map(|slot| Arc::clone(&slot.listener))
+            .collect()
     }
 
     /// Stops every handler's delivery (after the change each is handling).
     pub(crate) fn stop(&self) {
-        for listener in self.listeners.lock().iter() {
+        for listener in self.listeners() {
             listener.stop();
         }
     }
 
+    /// How many objects have a change `listener` has not taken yet.
+    pub(crate) fn pending(&self, listener: &Arc<Listener<K>>) -> usize {
+        self.handlers
+            .lock()
+            .iter()
+            .find(|slot| Arc::ptr_eq(&slot.listener, listener))
+            .map_or(0, |slot| slot.buffer.len())
+    }
+
     /// Queues a resync of every cached object for `listener`, unless it was removed.
-    pub(crate) fn resync(&self, listener: &Listener<K>) -> bool {
-        let _listeners = self.listeners.lock();
-        if listener.is_stopped() {
+    pub(crate) fn resync(&self, listener: &Arc<Listener<K>>) -> bool {
+        let mut handlers = self.handlers.lock();
+        let Some(slot) = handlers
+            .iter_mut()
+            .find(|slot| Arc::ptr_eq(&slot.listener, listener))
+        else {
             return false;
+        };
+        for obj in self.store.list() {
+            slot.buffer.push_resync(&obj);
         }
-        listener.push_resync(&self.store.list());
+        drop(handlers);
+        listener.wake();
         true
+    }
+
+    /// Delivers `listener`'s changes, in order, until it is stopped: the handler's own task,
+    /// so a slow handler delays only itself. Each change costs one unit of tokio's cooperative
+    /// budget, so a long backlog gives the thread up now and then.
+    pub(crate) async fn deliver(&self, listener: &Listener<K>) {
+        loop {
+            let batch = self.take(listener);
+            if batch.is_empty() {
+                if listener.is_stopped() {
+                    return;
+                }
+                listener.ready().await;
+                continue;
+            }
+            for popped in batch {
+                if listener.is_stopped() {
+                    return;
+                }
+                listener.deliver(popped);
+                tokio::task::coop::consume_budget().await;
+            }
+        }
     }
 
     /// Stores a watched object (with its JSON, for a compact store) and tells every handler.
     pub(crate) fn apply(&self, obj: Arc<K>, json: Option<Vec<u8>>) {
-        let listeners = self.listeners.lock();
-        if let Some(change) = self.writer.apply_with_json(obj, json) {
-            hand_out(&listeners, &change);
-        }
+        let mut handlers = self.handlers.lock();
+        let change = self.writer.apply_with_json(obj, json);
+        let woken = self.hand_out(&mut handlers, change);
+        drop(handlers);
+        wake(woken);
     }
 
     /// Removes a deleted object and tells every handler.
     pub(crate) fn delete(&self, obj: Arc<K>) {
-        let listeners = self.listeners.lock();
-        if let Some(change) = self.writer.delete(obj) {
-            hand_out(&listeners, &change);
-        }
+        let mut handlers = self.handlers.lock();
+        let change = self.writer.delete(obj);
+        let woken = self.hand_out(&mut handlers, change);
+        drop(handlers);
+        wake(woken);
     }
 
     /// Starts storing a complete list, of the whole store or of one `namespace` of it (one
@@ -127,16 +197,51 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
             applied: 0,
         }
     }
+
+    /// Up to [`BATCH`] of `listener`'s pending changes, oldest first.
+    fn take(&self, listener: &Listener<K>) -> Vec<Popped<K>> {
+        let mut handlers = self.handlers.lock();
+        let Some(slot) = handlers
+            .iter_mut()
+            .find(|slot| std::ptr::eq(Arc::as_ptr(&slot.listener), listener))
+        else {
+            return Vec::new();
+        };
+        std::iter::from_fn(|| slot.buffer.pop())
+            .take(BATCH)
+            .collect()
+    }
+
+    /// Buffers `change` for every handler; the handlers whose buffers were empty, to wake once
+    /// the lock is released.
+    fn hand_out(
+        &self,
+        handlers: &mut [Slot<K>],
+        change: impl IntoIterator<Item = Change<K>>,
+    ) -> Vec<Arc<Listener<K>>> {
+        let listed = !self.progress.is_listed();
+        let mut woken = Vec::new();
+        for change in change {
+            for slot in handlers.iter_mut() {
+                if slot.buffer.is_empty() {
+                    woken.push(Arc::clone(&slot.listener));
+                }
+                slot.buffer.push(change.clone(), listed);
+            }
+        }
+        woken
+    }
 }
 
 impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
     /// Stores one listed object (with its JSON, for a compact store) and tells every handler.
     pub(crate) fn apply(&mut self, obj: Arc<K>, json: Option<Vec<u8>>) {
         self.applied += 1;
-        let listeners = self.fan_out.listeners.lock();
-        if let Some(change) = self.in_store.apply_with_json(obj, json) {
-            hand_out(&listeners, &change);
-        }
+        let mut handlers = self.fan_out.handlers.lock();
+        let change = self.in_store.apply_with_json(obj, json);
+        let woken = self.fan_out.hand_out(&mut handlers, change);
+        drop(handlers);
+        wake(woken);
     }
 
     /// How many objects [`Self::apply`] stored so far (changed or not).
@@ -146,26 +251,24 @@ impl<K: Resource + Send + Sync + 'static> Relist<'_, K> {
 
     /// Removes an object deleted before the list ended and tells every handler.
     pub(crate) fn delete(&mut self, obj: Arc<K>) {
-        let listeners = self.fan_out.listeners.lock();
-        if let Some(change) = self.in_store.delete(obj) {
-            hand_out(&listeners, &change);
-        }
+        let mut handlers = self.fan_out.handlers.lock();
+        let change = self.in_store.delete(obj);
+        let woken = self.fan_out.hand_out(&mut handlers, change);
+        drop(handlers);
+        wake(woken);
     }
 
     /// Ends the list: removes what it did not have and tells every handler.
     pub(crate) fn finish(self) {
-        let listeners = self.fan_out.listeners.lock();
-        for change in self.in_store.finish() {
-            hand_out(&listeners, &change);
-        }
+        let mut handlers = self.fan_out.handlers.lock();
+        let woken = self.fan_out.hand_out(&mut handlers, self.in_store.finish());
+        drop(handlers);
+        wake(woken);
     }
 }
 
-fn hand_out<K>(listeners: &[Arc<Listener<K>>], change: &Change<K>)
-where
-    K: Resource + Send + Sync + 'static,
-{
+fn wake<K: 'static>(listeners: Vec<Arc<Listener<K>>>) {
     for listener in listeners {
-        listener.push(change.clone());
+        listener.wake();
     }
 }

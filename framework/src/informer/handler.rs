@@ -7,8 +7,9 @@ use crate::cache::Deleted;
 
 /// Receives an informer's changes, one at a time and in order per object.
 ///
-/// Each method runs on the handler's own delivery thread, so a slow handler delays only itself;
-/// changes it has not taken yet are coalesced per object (see [`SharedInformer::add_handler`](super::SharedInformer::add_handler)).
+/// Each method runs on the handler's own delivery task, so a slow handler delays only itself
+/// (one that blocks holds a runtime thread: hand blocking work to `spawn_blocking`); changes it
+/// has not taken yet are coalesced per object (see [`SharedInformer::add_handler`](super::SharedInformer::add_handler)).
 #[doc(alias = "ResourceEventHandler")]
 pub trait EventHandler<K>: Send + Sync + 'static {
     /// An object appeared (or was cached before this handler was added).

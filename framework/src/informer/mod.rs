@@ -13,11 +13,14 @@
 //!    │ decoded ahead on the blocking pool and applied in order (decode_ahead.rs)
 //!    ▼
 //! FanOut (fan_out.rs): updates the Store first (cache::Store: Arc<K> by key, named indexes),
-//!    │                  then hands the change to every handler's buffer
+//!    │                  then merges the change into every handler's coalescing buffer
+//!    │                  (buffer.rs); two locks on the reflector's task, no handler code
 //!    ▼
-//! Listener (listener.rs): one coalescing buffer (buffer.rs) and delivery thread per handler
+//! Listener (listener.rs): one delivery task per handler, which pops its buffer and calls
+//!    │                    the handler (sink.rs): a slow handler delays only itself
 //!    ├─► user event handlers (on_add / on_update / on_delete, resync)
-//!    └─► controller triggers ─► work queue ─► workers (see crate::controller)
+//!    └─► controller triggers: predicates, own-writes filter, mappers, on the controller's
+//!        own task ─► work queue ─► workers (see crate::controller)
 //! ```
 //!
 //! A [`SharedInformer`] composes one reflector, one store and the fan-out to its
@@ -72,8 +75,10 @@ mod list_response;
 mod listener;
 mod progress;
 mod reflector;
+mod registration;
 mod selector;
 mod shared_informer;
+mod sink;
 mod stats;
 mod synced;
 mod transforms;
@@ -89,7 +94,7 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use factory::Factory;
 pub use handler::{EventHandler, HandlerFns, handler_fns};
-pub use listener::Registration;
+pub use registration::Registration;
 pub use selector::SelectorError;
 pub use shared_informer::SharedInformer;
 pub use stats::Stats;
@@ -97,4 +102,5 @@ pub use watch_list::WatchList;
 pub use watchable::{Cacheable, Watchable};
 
 pub(crate) use factory::Observed;
+pub(crate) use sink::{Hints, change_fns};
 pub(crate) use synced::Synced;

@@ -1,7 +1,7 @@
 //! How far an informer's reflectors got: synced or not, the latest resourceVersion, request counters.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use kube::Resource;
 use parking_lot::Mutex;
@@ -16,6 +16,9 @@ pub(crate) struct Progress {
     synced: watch::Sender<bool>,
     /// Reflectors whose first list is not stored yet; synced when none is left.
     unlisted: AtomicUsize,
+    /// The latest resourceVersion when it is a number (every etcd-backed server's are), so a
+    /// watch event publishes it without a lock; 0 when it is not, and then it is in `latest`.
+    latest_number: AtomicU64,
     latest: Mutex<Option<Latest>>,
     /// Whether the server refused a streaming list (so the informer lists from then on).
     streaming_refused: AtomicBool,
@@ -49,6 +52,14 @@ impl Latest {
             Self::Object(obj) => obj.version().unwrap_or_default().to_owned(),
         }
     }
+
+    /// The version as a number, if it is one.
+    fn number(&self) -> Option<u64> {
+        match self {
+            Self::Text(text) => text.parse().ok(),
+            Self::Object(obj) => obj.version()?.parse().ok(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Latest {
@@ -70,6 +81,7 @@ impl Progress {
         Self {
             synced: watch::Sender::default(),
             unlisted: AtomicUsize::new(reflectors),
+            latest_number: AtomicU64::new(0),
             latest: Mutex::default(),
             streaming_refused: AtomicBool::new(false),
             stats: Arc::default(),
@@ -81,6 +93,12 @@ impl Progress {
         *self.synced.borrow()
     }
 
+    /// Whether every reflector's first list is stored, read without a lock (the fan-out asks it
+    /// for each change): true a moment before [`Self::has_synced`] is.
+    pub(crate) fn is_listed(&self) -> bool {
+        self.unlisted.load(Ordering::Acquire) == 0
+    }
+
     /// Tells when the first complete list is stored.
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
         self.synced.subscribe()
@@ -88,7 +106,10 @@ impl Progress {
 
     /// The resourceVersion of the latest list, event or bookmark.
     pub(crate) fn resource_version(&self) -> Option<String> {
-        self.latest.lock().as_ref().map(Latest::text)
+        match self.latest_number.load(Ordering::Acquire) {
+            0 => self.latest.lock().as_ref().map(Latest::text),
+            number => Some(number.to_string()),
+        }
     }
 
     /// Whether the server refused a streaming list to one of the informer's reflectors.
@@ -106,9 +127,14 @@ impl Progress {
         &self.stats
     }
 
-    /// Publishes the latest version (a reference count, never a copy of the text).
+    /// Publishes the latest version: as a number without a lock when it is one, else by
+    /// reference (a reference count, never a copy of the text) under a lock.
     pub(crate) fn publish(&self, latest: &Latest) {
-        *self.latest.lock() = Some(latest.clone());
+        let number = latest.number().unwrap_or(0);
+        if number == 0 {
+            *self.latest.lock() = Some(latest.clone());
+        }
+        self.latest_number.store(number, Ordering::Release);
     }
 
     /// Marks a complete list stored, the reflector's `first`; the informer has synced once
@@ -159,5 +185,10 @@ mod tests {
         };
         progress.publish(&Latest::Object(Arc::new(cm)));
         assert_eq!(progress.resource_version().as_deref(), Some("9"));
+        // Another server's opaque versions are kept as text; a number after one wins again.
+        progress.publish(&Latest::Text("opaque-10".into()));
+        assert_eq!(progress.resource_version().as_deref(), Some("opaque-10"));
+        progress.publish(&Latest::Text("11".into()));
+        assert_eq!(progress.resource_version().as_deref(), Some("11"));
     }
 }

@@ -387,25 +387,38 @@ where
             let bytes = lines
                 .gather(&mut batch, MAX_BATCH_LINES, MAX_BATCH_BYTES)
                 .await;
-            if ahead.takes(batch.len(), bytes) {
-                if ahead.is_full()
-                    && let Some(decoded) = ahead.oldest().await
-                    && let Some(end) = self.apply(decoded, latest, initial).await
-                {
-                    return end;
+            let end = if ahead.takes(batch.len(), bytes) {
+                let oldest = if ahead.is_full() {
+                    ahead.oldest().await
+                } else {
+                    None
+                };
+                let end = match oldest {
+                    Some(decoded) => self.apply(decoded, latest, initial).await,
+                    None => None,
+                };
+                if end.is_none() {
+                    ahead.push(batch, initial.is_some());
                 }
-                ahead.push(batch, initial.is_some());
+                end
             } else if let Some(decoded) = ahead.oldest().await {
-                if let Some(end) = self.apply(decoded, latest, initial).await {
-                    return end;
-                }
+                self.apply(decoded, latest, initial).await
             } else {
+                let mut end = None;
                 for line in batch {
                     let event = self.decoder.event(&line, initial.is_some());
-                    if let Some(end) = self.take(&line, event, latest, initial).await {
-                        return end;
+                    end = self.take(&line, event, latest, initial).await;
+                    if end.is_some() {
+                        break;
                     }
                 }
+                end
+            };
+            // Once per batch rather than per event: the version is read rarely, and publishing
+            // it takes a lock.
+            self.progress.publish(latest);
+            if let Some(end) = end {
+                return end;
             }
         }
     }
@@ -502,7 +515,6 @@ where
                 return Some(WatchEnd::Failed(kube::Error::Api(status)));
             }
         }
-        self.progress.publish(latest);
         None
     }
 

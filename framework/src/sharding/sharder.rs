@@ -260,7 +260,7 @@ impl<K: Watchable> SharderRun for KindRun<K> {
             let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
             let gone = Arc::clone(&assigner);
             // Only an object's labels matter to the sharder.
-            informer.add_inline_handler(
+            let _registration = informer.add_handler(
                 handler_fns()
                     .on_add(move |obj: Arc<PartialObjectMeta<K>>| {
                         on_add.add(ObjectKey::of(obj.as_ref()));

@@ -3,6 +3,7 @@
 
 mod dynamic;
 mod failure;
+mod slow_user_code;
 mod worker;
 
 use std::sync::Arc;

@@ -15,6 +15,7 @@ use super::fan_out::FanOut;
 use super::listener::Listener;
 use super::progress::Progress;
 use super::reflector::Reflector;
+use super::sink::{ChangeFns, UserHandler};
 use super::synced::Synced;
 use super::transforms::Transforms;
 use super::{Config, Error, EventHandler, Registration, Result, Stats};
@@ -23,9 +24,11 @@ use crate::cache::{self, Decode, Store};
 /// Lists and watches one resource into a [`Store`] and delivers every change to its handlers.
 ///
 /// The store is updated before any handler hears of the change. Each handler has its own
-/// buffer and delivery thread: a slow handler delays neither the reflector nor other handlers,
+/// buffer and delivery task: a slow handler delays neither the reflector nor other handlers,
 /// and its buffer keeps one pending change per object (the latest state; an update keeps the
 /// oldest old state the handler has not seen), so it never holds more than the cache does.
+/// Handlers run on the tokio runtime, so one that blocks holds a runtime thread: hand blocking
+/// work to [`tokio::task::spawn_blocking`].
 /// Cheap to clone; clones share everything.
 ///
 /// Get one from a [`Factory`](super::Factory), which shares it with everyone asking for the
@@ -115,8 +118,8 @@ where
             Some(hot) => cache::compact_store_with(hot, decoder(Arc::clone(&transforms))),
             None => cache::store(),
         };
-        let fan_out = Arc::new(FanOut::new(store));
         let progress = Arc::new(Progress::new(sources.len().max(1)));
+        let fan_out = Arc::new(FanOut::new(store, Arc::clone(&progress)));
         let resync = config.resync;
         // One reflector alone fills (and relists) the whole store.
         let alone = sources.len() == 1;
@@ -202,13 +205,14 @@ where
         handler: impl EventHandler<K>,
         resync: Option<Duration>,
     ) -> Registration<K> {
-        self.add_listener(Listener::new(Box::new(handler), resync))
+        let sink = UserHandler(Box::new(handler));
+        self.add_listener(Listener::new(Box::new(sink), resync))
     }
 
-    /// Adds one of the framework's own handlers, called on the reflector's task as each change
-    /// is stored (see [`Listener::inline`]): it must not block, nor call back into this informer.
-    pub(crate) fn add_inline_handler(&self, handler: impl EventHandler<K>) -> Registration<K> {
-        self.add_listener(Listener::inline(Box::new(handler), self.inner.resync))
+    /// Adds one of the framework's own handlers, with the informer's resync period: like a
+    /// user's, it runs on a task of its own, and also hears how each change came about.
+    pub(crate) fn add_change_handler(&self, handler: ChangeFns<K>) -> Registration<K> {
+        self.add_listener(Listener::new(Box::new(handler), self.inner.resync))
     }
 
     fn add_listener(&self, listener: Listener<K>) -> Registration<K> {
@@ -221,11 +225,11 @@ where
             let spawned = self.spawn_listener(&listener);
             tasks.handles.extend(spawned);
         }
-        Registration::new(listener)
+        Registration::new(listener, Arc::clone(&self.inner.fan_out))
     }
 
     /// Removes a handler: it gets no change after this returns (one it is handling finishes),
-    /// its delivery thread and resync timer end, and its buffer is dropped. `false` if it was
+    /// its delivery task and resync timer end, and its buffer is dropped. `false` if it was
     /// not a handler of this informer, or was removed already.
     #[doc(alias = "RemoveEventHandler")]
     #[allow(
@@ -317,7 +321,10 @@ where
     }
 
     fn spawn_listener(&self, listener: &Arc<Listener<K>>) -> Vec<JoinHandle<()>> {
-        let mut handles: Vec<_> = listener.spawn().into_iter().collect();
+        let (fan_out, delivered) = (Arc::clone(&self.inner.fan_out), Arc::clone(listener));
+        let mut handles = vec![crate::task::spawn(async move {
+            fan_out.deliver(&delivered).await;
+        })];
         if let Some(period) = listener.resync_period() {
             let fan_out = Arc::clone(&self.inner.fan_out);
             let listener = Arc::clone(listener);

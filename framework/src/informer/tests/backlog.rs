@@ -28,7 +28,9 @@ fn config_map(i: usize, value: &str) -> ConfigMap {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
+/// One worker thread runs every task, the reflector's too; decoding ahead needs a multi-thread
+/// runtime (on a current-thread one everything decodes inline, see `decode_ahead`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_backlog_decodes_off_the_reflectors_thread_and_its_changes_land_in_order()
 -> anyhow::Result<()> {
     let fake = FakeApiServer::new().with_history_limit(OBJECTS * 4);
@@ -92,9 +94,9 @@ async fn a_backlog_decodes_off_the_reflectors_thread_and_its_changes_land_in_ord
         1,
         "the burst was taken by the watch it came on, not by a restarted one"
     );
-    let here = std::thread::current().id();
+    let worker = tokio::spawn(async { std::thread::current().id() }).await?;
     assert!(
-        decoded_on.lock().iter().any(|thread| *thread != here),
+        decoded_on.lock().iter().any(|thread| *thread != worker),
         "no event of the burst was decoded off the reflector's thread"
     );
     factory.shutdown().await;

@@ -34,7 +34,7 @@ fn name(obj: &ConfigMap) -> String {
     obj.metadata.name.clone().unwrap_or_default()
 }
 
-/// Polls `done` (the handlers run on their own threads) for up to 10 s.
+/// Polls `done` (the handlers run on their own tasks) for up to 10 s.
 async fn eventually(what: &str, done: impl Fn() -> bool) {
     for _ in 0..1000 {
         if done() {
@@ -86,6 +86,8 @@ async fn a_removed_handler_gets_nothing_more_and_the_others_keep_receiving() {
     informer.shutdown().await;
 }
 
+// The blocked handler holds one of the two runtime threads (as a handler that blocks does); the
+// other handler's task runs on the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_handler_delays_no_other_and_buffers_at_most_one_change_per_object() {
     let informer = SharedInformer::<ConfigMap>::without_reflector(&Config::default());
