@@ -1,3 +1,4 @@
 //! Tests of the crate as a whole.
 
 mod layers;
+mod source;
