@@ -128,9 +128,15 @@ async fn process<K: Cacheable>(
     drop(entered);
     if let Some(failure) = failed {
         // After the result is counted and the key requeued: reporting changes neither.
-        failure::report(shared, &obj, &failure)
-            .instrument(span)
-            .await;
+        failure::report(
+            &shared.ctx,
+            &shared.reporting,
+            shared.to_json,
+            &obj,
+            &failure,
+        )
+        .instrument(span)
+        .await;
     }
     finished
 }

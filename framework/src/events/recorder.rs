@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::instance::{self, clamp};
-use super::writer::{self, Pending};
-use crate::metrics::{EventMetrics, Metrics};
+use super::writer::{self, Pending, Settings};
+use crate::metrics::Metrics;
 
 /// The longest `reason` and `action` Kubernetes accepts; longer ones are cut.
 const MAX_REASON: usize = 128;
@@ -65,16 +65,6 @@ pub struct Subject<'a> {
     recorder: &'a Recorder,
     regarding: ObjectReference,
     action: Option<String>,
-}
-
-/// What the writer task needs, fixed when it starts.
-#[derive(Clone)]
-pub(crate) struct Settings {
-    pub(crate) client: Client,
-    pub(crate) controller: String,
-    pub(crate) instance: String,
-    pub(crate) metrics: Option<EventMetrics>,
-    capacity: usize,
 }
 
 /// The way to the writer task, opened by the first event.
@@ -199,15 +189,6 @@ impl fmt::Debug for Recorder {
         f.debug_struct("Recorder")
             .field("controller", &self.settings.controller)
             .field("instance", &self.settings.instance)
-            .finish_non_exhaustive()
-    }
-}
-
-impl fmt::Debug for Settings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Settings")
-            .field("controller", &self.controller)
-            .field("instance", &self.instance)
             .finish_non_exhaustive()
     }
 }

@@ -1,6 +1,7 @@
 //! Drains a recorder's queue: correlates each event, then creates or patches Event objects.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::time::Duration;
 
 use super::event_type::EventType;
@@ -8,13 +9,13 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::correlator::{Correlator, Decision, Key};
-use super::recorder::Settings;
+use crate::metrics::EventMetrics;
 
 /// Events taken from the queue at once; repeats among them become one write.
 const BATCH: usize = 256;
@@ -35,6 +36,17 @@ pub(crate) struct Pending {
     pub(crate) observed: Instant,
 }
 
+/// What the writer task needs, fixed when it starts.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) client: Client,
+    pub(crate) controller: String,
+    pub(crate) instance: String,
+    pub(crate) metrics: Option<EventMetrics>,
+    /// How many events may wait for the writer; more are dropped.
+    pub(crate) capacity: usize,
+}
+
 /// Writes what `receiver` brings until every sender is gone.
 pub(crate) async fn run(mut receiver: mpsc::Receiver<Pending>, settings: Settings) {
     let mut writer = Writer {
@@ -50,6 +62,15 @@ pub(crate) async fn run(mut receiver: mpsc::Receiver<Pending>, settings: Setting
 struct Writer {
     settings: Settings,
     correlator: Correlator,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("controller", &self.controller)
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One request: a new Event, or a new count for an existing one.

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use super::cache_scope::Source;
-use super::{CacheScope, Config, Error, Result, SharedInformer, Stats, Synced};
+use super::{CacheScope, Config, Error, Result, SharedInformer, Stats, Synced, Watchable};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -93,6 +93,22 @@ where
 
     fn objects(&self) -> usize {
         self.store().len()
+    }
+}
+
+impl Factory {
+    /// The shared informer of `K` in `scope`'s namespaces (all when none are set; always all for
+    /// a cluster-scoped kind) with its selectors for `K`, as the factory's controllers use it.
+    pub(crate) fn watched<K: Watchable>(&self, scope: &CacheScope) -> SharedInformer<K> {
+        self.informer_over(scope.sources::<K>(), scope)
+    }
+
+    /// The informer [`Self::watched`] would give, if it was made already; never makes one.
+    pub(crate) fn watched_existing<K: Watchable>(
+        &self,
+        scope: &CacheScope,
+    ) -> Option<SharedInformer<K>> {
+        self.existing(&scope.sources::<K>(), scope)
     }
 }
 

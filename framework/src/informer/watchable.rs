@@ -1,13 +1,10 @@
-//! Kinds an informer can cache, those whose scope is known at compile time, and the shared
-//! informer of one in a namespace.
+//! Kinds an informer can cache, and those whose scope is known at compile time.
 
 use std::fmt::Debug;
 
 use kube::Resource;
 use kube::core::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::DeserializeOwned;
-
-use super::{CacheScope, Factory, SharedInformer};
 
 /// A type whose objects a shared informer can cache and a controller can reconcile: any kube
 /// `Resource` that decodes from JSON and can be shared between tasks. That includes kinds known
@@ -59,20 +56,4 @@ impl Scope for NamespaceResourceScope {
 
 impl Scope for ClusterResourceScope {
     const NAMESPACED: bool = false;
-}
-
-impl Factory {
-    /// The shared informer of `K` in `scope`'s namespaces (all when none are set; always all for
-    /// a cluster-scoped kind) with its selectors for `K`, as the factory's controllers use it.
-    pub(crate) fn watched<K: Watchable>(&self, scope: &CacheScope) -> SharedInformer<K> {
-        self.informer_over(scope.sources::<K>(), scope)
-    }
-
-    /// The informer [`Self::watched`] would give, if it was made already; never makes one.
-    pub(crate) fn watched_existing<K: Watchable>(
-        &self,
-        scope: &CacheScope,
-    ) -> Option<SharedInformer<K>> {
-        self.existing(&scope.sources::<K>(), scope)
-    }
 }

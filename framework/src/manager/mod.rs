@@ -24,6 +24,7 @@ mod conversions;
 mod http;
 mod manifests;
 mod namespaces;
+mod pod_namespace;
 mod program;
 mod run;
 mod runnable;

@@ -15,6 +15,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::http::{Endpoints, serve};
 use super::namespaces;
+use super::pod_namespace::pod_namespace;
 #[cfg(feature = "tls")]
 use super::secure_metrics;
 use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
@@ -92,18 +93,6 @@ async fn wait_lost(leadership: Option<&mut Leadership>) {
         Some(l) => l.lost().await,
         None => std::future::pending().await,
     }
-}
-
-/// The namespace of the pod this runs in, else the client's default namespace.
-pub(super) fn pod_namespace(client: &kube::Client) -> String {
-    std::env::var("POD_NAMESPACE")
-        .ok()
-        .or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok()
-        })
-        .map(|ns| ns.trim().to_owned())
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or_else(|| client.default_namespace().to_owned())
 }
 
 impl Manager {

@@ -70,7 +70,7 @@ impl Manager {
                 namespace: config
                     .service_namespace
                     .clone()
-                    .unwrap_or_else(|| super::run::pod_namespace(&self.client)),
+                    .unwrap_or_else(|| super::pod_namespace::pod_namespace(&self.client)),
             },
         }
     }

@@ -18,10 +18,10 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use tokio::time::Instant;
 
 use super::delay::DelayHeap;
+use super::done::Done;
 use super::hooks::QueueHooks;
 use super::priority::{Priority, ReadyQueue};
 use super::rate_limiter::RateLimiter;
-use super::work_queue::Done;
 use crate::spare_capacity;
 
 /// The longest delay the queue keeps; longer ones are cut to this (about 30 years).

@@ -114,6 +114,7 @@
 //! `scripts/bench queue` prints its tables, and the book's performance chapter shows one run.
 
 mod delay;
+mod done;
 mod hooks;
 mod locked;
 mod priority;
@@ -126,5 +127,6 @@ mod tests;
 pub use hooks::QueueHooks;
 pub use priority::Priority;
 // The limiters have one public path, `queue::rate_limiter::*`; the crate names the trait here.
+pub use done::Done;
 pub(crate) use rate_limiter::RateLimiter;
-pub use work_queue::{AddOptions, Builder, DEFAULT_AGING, Done, WorkQueue};
+pub use work_queue::{AddOptions, Builder, DEFAULT_AGING, WorkQueue};

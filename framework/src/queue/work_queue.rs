@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::done::Done;
 use super::hooks::{NoopHooks, QueueHooks};
 use super::locked::{Clock, Locked, Pop, Wake};
 use super::priority::Priority;
@@ -71,20 +72,6 @@ impl AddOptions {
         self.rate_limited = true;
         self
     }
-}
-
-/// What became of a key at [`WorkQueue::done`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Done {
-    /// It left the queue: it was not added while being processed.
-    Removed,
-    /// It was added while being processed and is ready again.
-    Ready,
-    /// It was added with a delay (or rate limited) while being processed and waits for it.
-    Delayed,
-    /// It was not being processed (a stray `done`): nothing changed.
-    NotProcessing,
 }
 
 /// Configures a [`WorkQueue`]; start from [`WorkQueue::builder`].

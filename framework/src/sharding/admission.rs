@@ -15,8 +15,8 @@ use kube::core::PartialObjectMeta;
 use kube::core::admission::AdmissionRequest;
 
 use super::SharderMetrics;
+use super::key::KeyOf;
 use super::ring_watch::Ring;
-use super::sharder::KeyOf;
 use super::{Decision, decide, drain_label, shard_label};
 use crate::informer::Watchable;
 use crate::webhook::{Admissible, Admission, Defaulter, FailurePolicy, Verdict};

@@ -28,6 +28,10 @@ pub fn controller_key(meta: &ObjectMeta) -> Option<String> {
     Some(format!("{group}/{}/{namespace}/{}", owner.kind, owner.name))
 }
 
+/// How an object's ring key is found from its metadata (`None`: it is not sharded).
+#[cfg(feature = "sharding")]
+pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::Deployment;

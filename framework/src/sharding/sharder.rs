@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::SharderMetrics;
 use super::assignment::decide_owned;
 use super::failures::Failures;
+use super::key::KeyOf;
 use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
@@ -32,9 +33,6 @@ use crate::queue::WorkQueue;
 use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
 #[cfg(feature = "webhooks")]
 use crate::webhook::Admission;
-
-/// How an object's ring key is found from its metadata (`None`: it is not sharded).
-pub(crate) type KeyOf = fn(&ObjectMeta) -> Option<String>;
 
 /// How the sharder finds an object's ring key: its own, or its controller owner's.
 #[derive(Clone)]

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::source::library_code;
+
 /// The modules from the bottom layer up.
 const LAYERS: [&str; 16] = [
     "tls",
@@ -63,14 +65,6 @@ fn crate_modules(code: &str) -> Vec<&str> {
     named
 }
 
-/// The code of a source file that is not its tests: tests may use any layer.
-fn library_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
-        .map(|(n, line)| (n + 1, line.split_once("//").map_or(line, |(code, _)| code)))
-}
-
 fn rust_files(path: &Path, found: &mut Vec<PathBuf>) {
     if path.is_dir() {
         for entry in std::fs::read_dir(path).expect("the source folder reads") {
@@ -98,12 +92,13 @@ fn each_module_uses_only_the_layers_below_it() {
         for file in files {
             files_read += 1;
             let text = std::fs::read_to_string(&file).expect("a source file reads");
-            for (line_number, code) in library_lines(&text) {
+            for (line, code) in library_code(&text).lines().enumerate() {
                 for named in crate_modules(code) {
                     if LAYERS[level + 1..].contains(&named) {
                         offences.push(format!(
-                            "{}:{line_number}: {module} uses {named}, a layer above it",
-                            file.display()
+                            "{}:{}: {module} uses {named}, a layer above it",
+                            file.display(),
+                            line + 1
                         ));
                     }
                 }
@@ -149,7 +144,39 @@ fn the_check_sees_plain_and_grouped_paths_but_not_comments() {
         crate_modules("let s = crate::cache::store(); crate::queue::x()"),
         ["cache", "queue"]
     );
-    let text = "use crate::cache; // crate::manager\n#[cfg(test)]\nuse crate::manager;";
-    let code: Vec<_> = library_lines(text).map(|(_, code)| code).collect();
-    assert_eq!(code, ["use crate::cache; "]);
+    let text = "use crate::cache; // crate::manager
+#[cfg(test)]
+mod tests {
+    use crate::manager::{self, Runnable};
+    const OPEN: char = '{';
+}
+fn after_the_tests() -> &'static str { crate::queue::x(); \"crate::leader }\" }
+impl Thing {
+    #[cfg(test)]
+    fn only_in_tests(&self) { crate::reconcile::y() }
+    /* crate::leader */ fn in_the_library(&self) { crate::metrics::z(r#\"crate::leader\"#) }
+}
+#[cfg(test)]
+use crate::manager;
+use crate::informer::Factory;";
+    let code = library_code(text);
+    assert_eq!(
+        code.lines().count(),
+        text.lines().count(),
+        "lines keep their numbers"
+    );
+    let named: Vec<_> = code
+        .lines()
+        .enumerate()
+        .flat_map(|(line, code)| crate_modules(code).into_iter().map(move |m| (line + 1, m)))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (1, "cache"),
+            (7, "queue"),
+            (11, "metrics"),
+            (15, "informer")
+        ]
+    );
 }

@@ -1,3 +1,5 @@
 //! Tests of the crate as a whole.
 
+mod file_cycles;
 mod layers;
+mod source;

@@ -32,7 +32,7 @@ pub(crate) use self::closes::Closes;
 pub(crate) use self::config::server_config;
 pub(crate) use self::limits::{Closed, Limits};
 pub(crate) use self::linger::Lingering;
-pub(crate) use self::reloading::{ReloadingCertificate, TLS_CRT, TLS_KEY};
+pub(crate) use self::reloading::ReloadingCertificate;
 #[cfg(feature = "webhooks")]
 pub(crate) use self::reply::Reply;
 pub(crate) use self::serve::serve;
@@ -67,6 +67,11 @@ pub enum Error {
 
 /// The TLS layer's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The certificate chain's file in a certificate directory (as in a `kubernetes.io/tls` Secret).
+pub(crate) const TLS_CRT: &str = "tls.crt";
+/// The private key's file in a certificate directory.
+pub(crate) const TLS_KEY: &str = "tls.key";
 
 #[cfg(test)]
 #[path = "tests/client.rs"]

@@ -12,12 +12,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 
-use super::{CertificatePair, Error, Result};
-
-/// The certificate chain's file in a certificate directory (as in a `kubernetes.io/tls` Secret).
-pub(crate) const TLS_CRT: &str = "tls.crt";
-/// The private key's file in a certificate directory.
-pub(crate) const TLS_KEY: &str = "tls.key";
+use super::{CertificatePair, Error, Result, TLS_CRT, TLS_KEY};
 
 /// The serving certificate every new TLS handshake presents, whatever name the client asks for
 /// (a client without SNI gets it too). Watching its directory replaces it when both files hold a

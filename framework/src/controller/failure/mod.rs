@@ -11,8 +11,7 @@ pub(crate) use condition::applies;
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, message, truncate};
-use super::worker::Shared;
-use super::{Cacheable, ErrorAction};
+use super::{Cacheable, Context, ErrorAction};
 use crate::cache::ObjectKey;
 use crate::informer::connectivity::{self, Connectivity};
 use crate::metrics::Outcome;
@@ -109,33 +108,40 @@ pub(crate) fn wait_for_server(
     Outcome::Error { terminal: false }
 }
 
-/// Reports `failure` on `obj`: a Warning Event, and for a custom resource its condition (`Ready`
-/// unless the controller names another) False with the API error's reason (`Invalid`, `Forbidden`, ...) or `ReconcileError`. Conflicts are not
-/// reported. Never fails: what cannot be written is logged.
-pub(crate) async fn report<K: Cacheable>(shared: &Shared<K>, obj: &Arc<K>, failure: &Failure) {
+/// Reports `failure` on `obj` as `reporting` says, through the controller's `ctx`: a Warning
+/// Event, and for a custom resource (read by `to_json`) its condition (`Ready` unless the
+/// controller names another) False with the API error's reason (`Invalid`, `Forbidden`, ...) or
+/// `ReconcileError`. Conflicts are not reported. Never fails: what cannot be written is logged.
+pub(crate) async fn report<K: Cacheable>(
+    ctx: &Context<K>,
+    reporting: &Reporting,
+    to_json: ToJson<K>,
+    obj: &Arc<K>,
+    failure: &Failure,
+) {
     if failure.next == Next::Conflict {
         return;
     }
     let text = message(&*failure.error);
-    if shared.reporting.events {
-        event::report(&shared.ctx, obj, truncate(&text, NOTE_LIMIT));
+    if reporting.events {
+        event::report(ctx, obj, truncate(&text, NOTE_LIMIT));
     }
-    if shared.reporting.status && condition::applies(shared.ctx.kind()) {
+    if reporting.status && condition::applies(ctx.kind()) {
         let reason = api_status(&*failure.error)
             .map(|s| s.reason.as_str())
             .filter(|r| is_reason(r))
             .unwrap_or(CONDITION_REASON);
         let message = truncate(&text, MESSAGE_LIMIT);
         let report = condition::Report {
-            condition: &shared.reporting.condition,
+            condition: &reporting.condition,
             reason,
             message: &message,
         };
         condition::write(
-            shared.ctx.client(),
-            shared.ctx.kind(),
-            shared.ctx.own_writes(),
-            shared.to_json,
+            ctx.client(),
+            ctx.kind(),
+            ctx.own_writes(),
+            to_json,
             obj.as_ref(),
             &report,
         )

@@ -2,6 +2,7 @@
 //! configuration they name, the logging they set up, and the client of a manager that only
 //! prints or writes its manifests.
 
+mod duration;
 mod flags;
 mod kubeconfig;
 mod logging;

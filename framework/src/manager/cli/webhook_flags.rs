@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::flags::parse_duration;
+use super::duration::parse_duration;
 use crate::webhook;
 
 /// How the webhook server serves and is reached, from `--webhook-*` flags; part of

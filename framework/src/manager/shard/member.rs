@@ -25,7 +25,7 @@ use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
 use crate::manager::controllers::Term;
-use crate::manager::run::pod_namespace;
+use crate::manager::pod_namespace::pod_namespace;
 use crate::manager::{BoxError, Error, Manager, Runnable, runnable_fn};
 use crate::sharding::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};

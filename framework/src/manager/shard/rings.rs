@@ -4,7 +4,7 @@ use std::io::Write as _;
 
 use kube::api::ApiResource;
 
-use crate::manager::run::pod_namespace;
+use crate::manager::pod_namespace::pod_namespace;
 use crate::manager::{Command, Error, Manager, Result};
 use crate::sharding::{KindSharder, ring_view};
 
