@@ -52,15 +52,10 @@ pub(crate) fn is_project_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
-/// Whether `group` is an API group: a lower-case DNS name with at least one dot.
+/// Whether `group` is a custom resource's API group: a DNS subdomain with at least one dot, as
+/// the API server requires of a CRD's group.
 pub(crate) fn is_group(group: &str) -> bool {
-    group.contains('.')
-        && group.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        })
+    group.contains('.') && kubeward_core::names::dns_subdomain(group).is_ok()
 }
 
 /// The module of k8s-openapi holding the kinds of a built-in API `group` (`""` is the core
@@ -92,6 +87,7 @@ mod tests {
             is_project_name("memo-operator") && !is_project_name("Memo") && !is_project_name("a-")
         );
         assert!(is_group("example.com") && !is_group("example") && !is_group("Example.com"));
+        assert!(!is_group("-example.com") && !is_group("example-.com") && !is_group("a..b"));
         assert_eq!(openapi_module("networking.k8s.io"), "networking");
         assert_eq!(openapi_module(""), "core");
     }

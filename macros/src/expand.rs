@@ -37,7 +37,8 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
     let ring = c.ring.as_ref().map(|r| quote!(.ring(#r)));
     let condition = &c.condition;
-    let set_condition = (condition != "Ready").then(|| quote!(.condition(#condition)));
+    let set_condition =
+        (condition != kubeward_core::condition::DEFAULT).then(|| quote!(.condition(#condition)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
         quote_spanned! {f.span()=>

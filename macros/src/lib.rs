@@ -3,10 +3,6 @@
 //! Use it through the framework: `kubeward::Controller` (its documentation shows the attributes).
 
 mod expand;
-// The framework's name checks, one copy for both crates (the derive uses all but `dns_label`).
-#[allow(dead_code)]
-#[path = "../../framework/src/names.rs"]
-mod names;
 mod parse;
 mod validate;
 

@@ -1,9 +1,9 @@
 //! Checks what was parsed and resolves it into what the expansion needs.
 
+use kubeward_core::{condition, names};
 use proc_macro2::Span;
 use syn::{Expr, Ident, Path};
 
-use crate::names;
 use crate::parse::{Input, KEYS};
 
 /// A derive input that passed every check.
@@ -140,7 +140,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             ring: c.ring,
             condition: c
                 .condition
-                .map_or_else(|| "Ready".to_owned(), |c| c.value()),
+                .map_or_else(|| condition::DEFAULT.to_owned(), |c| c.value()),
             docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),

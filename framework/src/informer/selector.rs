@@ -3,6 +3,8 @@
 //! A bad selector would otherwise surface only as a 400 on every list, retried forever; checking
 //! at start turns it into one clear error naming the selector.
 
+use crate::names;
+
 /// Why a selector does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -107,55 +109,12 @@ fn check_requirement(requirement: &str) -> Result<(), SelectorError> {
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name.
 fn check_key(key: &str) -> Result<(), SelectorError> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        let valid_prefix = !prefix.is_empty()
-            && prefix.len() <= 253
-            && prefix.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            });
-        if !valid_prefix {
-            return Err(fail(format!("{key:?}: the prefix is not a DNS subdomain")));
-        }
-    }
-    if name.is_empty() {
-        return Err(fail(format!("{key:?}: a key needs a name")));
-    }
-    check_name(name).map_err(|why| fail(format!("{key:?}: {why}")))
+    names::qualified_name(key).map_err(|why| fail(format!("key {key:?}: {why}")))
 }
 
 /// A label value: empty, or a name.
 fn check_value(value: &str) -> Result<(), SelectorError> {
-    if value.is_empty() {
-        return Ok(());
-    }
-    check_name(value).map_err(|why| fail(format!("value {value:?}: {why}")))
-}
-
-/// At most 63 characters of `[A-Za-z0-9._-]`, starting and ending alphanumeric.
-fn check_name(name: &str) -> Result<(), &'static str> {
-    if name.len() > 63 {
-        return Err("longer than 63 characters");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        return Err("only letters, digits, '-', '_' and '.' are allowed");
-    }
-    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    if !alphanumeric(name.chars().next()) || !alphanumeric(name.chars().last()) {
-        return Err("must start and end with a letter or digit");
-    }
-    Ok(())
+    names::label_value(value).map_err(|why| fail(format!("value {value:?}: {why}")))
 }
 
 /// Splits at commas outside parentheses; unbalanced parentheses are an error.
@@ -238,13 +197,14 @@ mod tests {
     #[test]
     fn bad_label_selectors_say_what_is_wrong() {
         for (selector, reason) in [
-            ("app=we b", "only letters"),
+            ("app=we b", "a label value is"),
             ("tier in (web", "without its ')'"),
             ("tier in web", "parentheses"),
             ("tier in ()", "empty"),
             ("tier within (a)", "expected"),
-            ("-app=web", "start and end"),
+            ("-app=web", "starting and ending"),
             ("Bad_Prefix/app=web", "DNS subdomain"),
+            ("a/b/c=web", "one `/`"),
             ("app=web,", "stray comma"),
             ("replicas>two", "integer"),
         ] {

@@ -75,17 +75,10 @@ pub(crate) fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -
 
 /// Checks a name the way the real server checks most kinds: a lowercase RFC 1123 subdomain.
 pub(crate) fn validate_name(kind: &Kind, name: &str) -> Result<(), Failure> {
-    let label_ok = |label: &str| {
-        !label.is_empty()
-            && label
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-    };
-    if name.len() <= 253 && name.split('.').all(label_ok) {
+    if kubeward_core::names::dns_subdomain(name).is_ok() {
         return Ok(());
     }
+    // The real server's words, which clients may match.
     Err(Failure::invalid(
         kind,
         name,

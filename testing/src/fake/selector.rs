@@ -112,13 +112,13 @@ fn parse_requirement(text: &str) -> Result<Requirement, Failure> {
     if let Some((key, value)) = text.split_once("!=") {
         return Ok(Requirement::NotEquals(
             label_key(key.trim(), text)?,
-            value.trim().to_owned(),
+            label_value(value.trim(), text)?,
         ));
     }
     if let Some((key, value)) = text.split_once("==").or_else(|| text.split_once('=')) {
         return Ok(Requirement::Equals(
             label_key(key.trim(), text)?,
-            value.trim().to_owned(),
+            label_value(value.trim(), text)?,
         ));
     }
     let words: Vec<&str> = text.splitn(2, char::is_whitespace).collect();
@@ -138,7 +138,10 @@ fn parse_requirement(text: &str) -> Result<Requirement, Failure> {
                 .strip_prefix('(')
                 .and_then(|set| set.strip_suffix(')'))
                 .ok_or_else(|| invalid(text))?;
-            let values = set.split(',').map(|v| v.trim().to_owned()).collect();
+            let values = set
+                .split(',')
+                .map(|value| label_value(value.trim(), text))
+                .collect::<Result<_, _>>()?;
             let key = label_key(key, text)?;
             Ok(if negated {
                 Requirement::NotIn(key, values)
@@ -150,15 +153,19 @@ fn parse_requirement(text: &str) -> Result<Requirement, Failure> {
     }
 }
 
+/// `key` if it is a label key (a qualified name), as the real server's selector parser checks it.
 fn label_key(key: &str, text: &str) -> Result<String, Failure> {
-    let valid = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
-    if valid {
-        Ok(key.to_owned())
-    } else {
-        Err(invalid(text))
+    match kubeward_core::names::qualified_name(key) {
+        Ok(()) => Ok(key.to_owned()),
+        Err(_) => Err(invalid(text)),
+    }
+}
+
+/// `value` if it is a label value, as the real server's selector parser checks it.
+fn label_value(value: &str, text: &str) -> Result<String, Failure> {
+    match kubeward_core::names::label_value(value) {
+        Ok(()) => Ok(value.to_owned()),
+        Err(_) => Err(invalid(text)),
     }
 }
 
@@ -228,5 +235,25 @@ mod tests {
     fn a_malformed_label_selector_is_a_bad_request() {
         let failure = Selector::parse(Some("tier in web"), None).unwrap_err();
         assert_eq!(failure.code, http::StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn keys_and_values_the_real_server_refuses_are_bad_requests() {
+        for selector in [
+            "a/b/c=x",
+            "-x",
+            "!-x",
+            "Example.com/x=y",
+            "/x",
+            "x=-y",
+            "x!=a b",
+            "x in (ok,-y)",
+        ] {
+            let failure = Selector::parse(Some(selector), None).expect_err(selector);
+            assert_eq!(failure.code, http::StatusCode::BAD_REQUEST, "{selector}");
+        }
+        for selector in ["example.com/x=y", "x=", "x in (a,)", "X_1.y"] {
+            assert!(Selector::parse(Some(selector), None).is_ok(), "{selector}");
+        }
     }
 }
