@@ -7,8 +7,8 @@ use parking_lot::Mutex;
 
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, target_of};
-use super::running::{Queues, Wiring};
 use super::trigger::Wired;
+use super::wiring::{Queues, Wiring};
 use super::worker::Shared;
 use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY};
 use crate::cache::ObjectKey;

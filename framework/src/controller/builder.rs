@@ -340,7 +340,8 @@ impl<K: Cacheable> Controller<K> {
     ///
     /// # Panics
     /// If `ring` cannot name a Lease and a label value (1-63 lower-case letters, digits, `-` and
-    /// `.`, starting and ending with a letter or digit), where it is called.
+    /// `.`, each dot-separated part starting and ending with a letter or digit), where it is
+    /// called.
     #[track_caller]
     pub fn ring(mut self, ring: impl Into<String>) -> Self {
         let ring = ring.into();

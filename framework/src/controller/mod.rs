@@ -62,6 +62,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 mod trigger;
+mod wiring;
 mod worker;
 
 pub(crate) use crate::informer::{Cacheable, Watchable};

@@ -17,10 +17,7 @@ use std::path::Path;
 use super::source::library_code;
 
 /// Cycles tolerated for now: a folder and the files of the cycle.
-const ALLOWED: [(&str, &[&str]); 1] = [
-    // Being untangled with the event path (issue 52).
-    ("controller", &["bound", "running"]),
-];
+const ALLOWED: [(&str, &[&str]); 0] = [];
 
 /// Who uses whom in one folder: (user, used) and the first place of such a use.
 type Uses = BTreeMap<(String, String), String>;

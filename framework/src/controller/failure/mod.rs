@@ -46,7 +46,7 @@ impl Default for Reporting {
 }
 
 /// The condition failures are reported on unless a controller names another.
-pub(crate) const DEFAULT_CONDITION: &str = "Ready";
+pub(crate) const DEFAULT_CONDITION: &str = kubeward_core::condition::DEFAULT;
 
 /// Requeues or forgets `key` as `failure` asks, logs it, and says how it counts.
 ///
