@@ -3,6 +3,7 @@
 
 mod dynamic;
 mod failure;
+mod paused_clock;
 mod slow_user_code;
 mod worker;
 
