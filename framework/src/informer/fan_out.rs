@@ -46,6 +46,17 @@ pub(crate) struct Relist<'a, K> {
     applied: u64,
 }
 
+impl<K: Resource> FanOut<K> {
+    /// How many objects have a change `listener` has not taken yet.
+    pub(crate) fn pending(&self, listener: &Arc<Listener<K>>) -> usize {
+        self.handlers
+            .lock()
+            .iter()
+            .find(|slot| Arc::ptr_eq(&slot.listener, listener))
+            .map_or(0, |slot| slot.buffer.len())
+    }
+}
+
 impl<K: Resource + Send + Sync + 'static> FanOut<K> {
     pub(crate) fn new((store, writer): (Store<K>, Writer<K>), progress: Arc<Progress>) -> Self {
         Self {
@@ -114,15 +125,6 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         for listener in self.listeners() {
             listener.stop();
         }
-    }
-
-    /// How many objects have a change `listener` has not taken yet.
-    pub(crate) fn pending(&self, listener: &Arc<Listener<K>>) -> usize {
-        self.handlers
-            .lock()
-            .iter()
-            .find(|slot| Arc::ptr_eq(&slot.listener, listener))
-            .map_or(0, |slot| slot.buffer.len())
     }
 
     /// Queues a resync of every cached object for `listener`, unless it was removed.

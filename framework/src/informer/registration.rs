@@ -24,7 +24,7 @@ impl<K> Registration<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> Registration<K> {
+impl<K: Resource> Registration<K> {
     /// How many objects have a change this handler has not been handed yet (at most the number
     /// of cached objects plus those deleted since, however slow the handler is).
     #[must_use]
