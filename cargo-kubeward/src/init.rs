@@ -1,4 +1,4 @@
-//! `cargo kubeward init NAME --group GROUP`: a new operator project.
+//! `cargo kubeward init NAME --group GROUP`: a new operator project, in a new or empty folder.
 
 use std::path::{Path, PathBuf};
 
@@ -130,18 +130,25 @@ const FILES: &[(&str, &str)] = &[
 /// The released kubeward the project depends on, unless `--path` names a clone.
 const KUBEWARD_VERSION: &str = "0.1";
 
-/// The plan of `init`: `name` in `cwd`, for `group`, with kubeward from `framework` (the
-/// `framework/` folder of a kubeward clone) or the released crates.
+/// The plan of `init`: the project `folder` in `cwd` (`.`: `cwd` itself, which names it), for
+/// `group`, with kubeward from `framework` (the `framework/` folder of a kubeward clone) or the
+/// released crates.
 ///
 /// # Errors
-/// A name or group Kubernetes or cargo would refuse, a folder `name` that exists already, or a
+/// A name or group Kubernetes or cargo would refuse, a folder that is not empty, or a
 /// `framework` folder without kubeward.
 pub(crate) fn plan(
     cwd: &Path,
-    name: &str,
+    folder: &str,
     group: &str,
     framework: Option<&Path>,
 ) -> anyhow::Result<Plan> {
+    let (root, name) = if folder == "." {
+        let name = cwd.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        (cwd.to_owned(), name)
+    } else {
+        (cwd.join(folder), folder)
+    };
     if !crate::names::is_project_name(name) {
         bail!(
             "{name:?} cannot name a project: use lower-case letters, digits and `-`, starting with a letter"
@@ -150,11 +157,10 @@ pub(crate) fn plan(
     if !crate::names::is_group(group) {
         bail!("{group:?} is not an API group: use a lower-case DNS name such as example.com");
     }
-    let root = cwd.join(name);
-    if root.exists() {
+    if !is_new_or_empty(&root)? {
         bail!(
-            "{} exists already: `cargo kubeward init` makes a new folder and changes nothing in \
-             an existing one",
+            "{} is not an empty folder: `cargo kubeward init` makes a project in a new or empty \
+             folder and changed nothing",
             root.display()
         );
     }
@@ -202,6 +208,32 @@ pub(crate) fn plan(
         plan.create(chart.join(path), render(template, &values));
     }
     Ok(plan)
+}
+
+/// What to run after `init` made the project in `folder` (`.`: the current folder).
+pub(crate) fn next_steps(folder: &str) -> String {
+    let cd = if folder == "." {
+        String::new()
+    } else {
+        format!("  cd {folder}\n")
+    };
+    format!(
+        "next:\n{cd}  cargo kubeward create api --version v1alpha1 --kind Memo   # a custom \
+         resource and its controller\n  cargo test   # its tests, against a local control plane\n"
+    )
+}
+
+/// Whether nothing is at `root`, or an empty folder.
+fn is_new_or_empty(root: &Path) -> anyhow::Result<bool> {
+    match std::fs::read_dir(root) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        // A file, or a folder that cannot be listed: not one to write a project into.
+        Err(e) if root.exists() => {
+            Err(e).with_context(|| format!("{} is not an empty folder", root.display()))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", root.display())),
+    }
 }
 
 /// `path` made absolute against `cwd`, checked to be kubeward's `framework/` folder.

@@ -43,7 +43,8 @@ struct Cli {
 enum Command {
     /// A new operator project in the folder NAME: main, chart, Dockerfile, CI script, tests.
     Init {
-        /// The project's name: crate, binary and chart.
+        /// The project's name (crate, binary and chart) and its folder, new or empty; `.` is the
+        /// current folder, empty, and the project takes its name.
         name: String,
         /// The API group of its custom resources.
         #[arg(long, alias = "domain")]
@@ -89,7 +90,8 @@ enum Create {
         /// A validator (a validating webhook).
         #[arg(long)]
         validation: bool,
-        /// A conversion webhook (not generated yet).
+        /// The conversion webhook: registers the converter between the kind's versions (made by
+        /// `create api` of a second version) and serves every version. Needs a second version.
         #[arg(long)]
         conversion: bool,
     },
@@ -156,11 +158,12 @@ fn run(
         plan.describe(out)
     } else {
         plan.write(out)?;
-        if let Command::Create(_) = cli.command {
-            writeln!(
+        match &cli.command {
+            Command::Init { name, .. } => out.write_all(init::next_steps(name).as_bytes())?,
+            Command::Create(_) => writeln!(
                 out,
                 "next: `cargo run -- manifests` rewrites the chart's CRDs and RBAC rules"
-            )?;
+            )?,
         }
         Ok(())
     }

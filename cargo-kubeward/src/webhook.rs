@@ -1,4 +1,4 @@
-//! `cargo kubeward create webhook`: a validator and a defaulter for a custom resource.
+//! `cargo kubeward create webhook`: a validator, a defaulter or the conversion of a custom resource.
 
 use std::path::Path;
 
@@ -26,7 +26,7 @@ pub(crate) struct Request<'a> {
 ///
 /// # Errors
 /// No project at `root`, no such custom resource in it, webhooks of that kind already, no
-/// webhook asked for, or `--conversion` (not generated yet).
+/// webhook asked for, or `--conversion` of a kind with one version.
 pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
     let mut project = Project::read(root)?;
     let kind = request.kind;

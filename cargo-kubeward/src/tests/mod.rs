@@ -6,6 +6,8 @@ use std::path::Path;
 
 use super::run;
 
+mod init;
+
 /// Runs `cargo kubeward ARGS` in `cwd`; its output.
 fn cargo_kubeward(cwd: &Path, args: &str) -> anyhow::Result<String> {
     let mut out = Vec::new();
@@ -84,7 +86,7 @@ fn a_second_init_is_refused_and_changes_nothing() -> anyhow::Result<()> {
     let root = project(dir.path())?;
     let before = snapshot(&root);
     let error = cargo_kubeward(dir.path(), "init memo-operator --group other.io").unwrap_err();
-    assert!(error.to_string().contains("exists already"), "{error}");
+    assert!(error.to_string().contains("not an empty folder"), "{error}");
     assert_eq!(snapshot(&root), before);
     Ok(())
 }

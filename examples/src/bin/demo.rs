@@ -21,7 +21,9 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
 use kubeward::leader;
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{
+    BindAddress, Config, LeaderElection, LogFormat, Manager, Shard, init_logging,
+};
 use kubeward::sharding::{RING_LABEL, shard_label};
 use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;
@@ -51,10 +53,7 @@ async fn main() -> anyhow::Result<()> {
         .context("starting the local control plane")?;
     // ANCHOR_END: control_plane
     // Logging starts after start-up: kube's client logs each 500 from `/readyz` while it warms up.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter("info,kube_client=warn")
-        .init();
+    init_logging(LogFormat::Text, "info,kube_client=warn")?;
     say(&format!(
         "control plane at {}; kubectl --kubeconfig {}",
         cp.server_url(),

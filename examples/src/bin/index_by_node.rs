@@ -6,6 +6,7 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 use kubeward::informer::Factory;
+use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the example.
 #[derive(Debug, Parser)]
@@ -26,9 +27,7 @@ fn by_node(pod: &Pod) -> Vec<String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(LogFormat::Text, "info")?;
     let args = Args::parse();
     let client = Client::try_default().await?;
 

@@ -19,6 +19,7 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config as KubeConfig};
 use kubeward::leader::{Config, LeaderElector};
+use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the leader-election example.
 #[derive(Debug, Parser)]
@@ -49,9 +50,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(LogFormat::Text, "info")?;
     let client = client(args.kubeconfig.as_ref()).await?;
 
     // ANCHOR: elector

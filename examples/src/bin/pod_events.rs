@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 use kubeward::cache::Deleted;
 use kubeward::informer::{Factory, handler_fns};
+use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the example.
 #[derive(Debug, Parser)]
@@ -30,9 +31,7 @@ fn name(pod: &Pod) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(LogFormat::Text, "info")?;
     let args = Args::parse();
     let client = Client::try_default().await?;
 

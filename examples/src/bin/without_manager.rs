@@ -13,6 +13,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Cluster, Context, Controller, Reconciler};
 use kubeward::informer::Factory;
+use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the example.
 #[derive(Debug, Parser)]
@@ -48,7 +49,7 @@ impl Reconciler<ConfigMap> for Labeller {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt::init();
+    init_logging(LogFormat::Text, "info")?;
     let args = Args::parse();
     // ANCHOR: run
     let client = Client::try_default().await?;

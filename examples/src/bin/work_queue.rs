@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use kubeward::manager::{LogFormat, init_logging};
 use kubeward::queue::WorkQueue;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -19,9 +20,7 @@ fn process(key: &str, failures_so_far: u32) -> Result<(), String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(LogFormat::Text, "info")?;
     let (finished, mut finished_rx) = mpsc::unbounded_channel();
 
     // ANCHOR: queue

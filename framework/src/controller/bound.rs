@@ -79,7 +79,7 @@ impl<K: Cacheable> Controller<K> {
 
         let informer = self.kind.watched::<K>(factory, scope);
         let predicate = self.predicate;
-        let own_writes = Arc::new(OwnWrites::new(intake.clone()));
+        let own_writes = Arc::new(OwnWrites::new(intake.clone(), metrics.echoes(&name)));
         let (own, kind) = (Arc::clone(&own_writes), self.kind.name().to_owned());
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
         // On the controller's own task (see informer::Listener), never under the informer's

@@ -250,7 +250,7 @@ mod tests {
             Arc::clone(&factory),
             scope,
             &metrics,
-            Arc::new(OwnWrites::new(Intake::default())),
+            Arc::new(OwnWrites::new(Intake::default(), metrics.echoes("lister"))),
             Kind::of::<ConfigMap>(),
         );
         // Nothing watched Secrets before: the informer starts now, and on this one-thread

@@ -9,7 +9,10 @@
 //! write of an object is in flight, its events are held; when the response comes, the one that
 //! carries the written state is dropped and the others trigger as usual. Any change by anyone
 //! else has another resourceVersion and triggers; a write that fails or is cancelled releases
-//! what was held; a forgotten write only costs one extra reconcile.
+//! what was held; a forgotten write only costs one extra reconcile. Each event dropped so is a
+//! `debug` line and counts in `kubeward_own_write_echoes_suppressed_total`, so a controller that
+//! waits for the echo of its own write (as a port of a controller-runtime operator may) shows why
+//! it stalls.
 //!
 //! A handler's buffer may coalesce several changes of one object into one event (see
 //! `informer::Hints`): such an event may hide someone else's change behind our written state,
@@ -23,6 +26,7 @@ use parking_lot::Mutex;
 
 use super::intake::Intake;
 use crate::cache::ObjectKey;
+use crate::metrics::EchoMetrics;
 
 /// How many written states are remembered; the oldest are forgotten first.
 const CAPACITY: usize = 4096;
@@ -40,9 +44,9 @@ pub(crate) fn target_of(kind: &str, meta: &ObjectMeta) -> Target {
 }
 
 /// The owned objects a controller's reconciles are writing or wrote, not yet seen back.
-#[derive(Default)]
 pub(crate) struct OwnWrites {
     intake: Intake,
+    echoes: EchoMetrics,
     inner: Mutex<Inner>,
 }
 
@@ -79,10 +83,12 @@ pub(crate) struct Ticket<'a> {
 }
 
 impl OwnWrites {
-    /// Own writes of a controller whose owners' keys go into `intake`.
-    pub(crate) fn new(intake: Intake) -> Self {
+    /// Own writes of a controller whose owners' keys go into `intake`; the events it drops count
+    /// in `echoes`.
+    pub(crate) fn new(intake: Intake, echoes: EchoMetrics) -> Self {
         Self {
             intake,
+            echoes,
             inner: Mutex::default(),
         }
     }
@@ -128,6 +134,8 @@ impl OwnWrites {
         {
             inner.order.retain(|s| s != state);
             if !several {
+                drop(inner);
+                self.suppressed(target, &state.1);
                 return;
             }
         } else if let Some(flight) = inner.in_flight.get_mut(target)
@@ -135,6 +143,9 @@ impl OwnWrites {
         {
             if several || !flight.ours.contains(&state) {
                 flight.held.push((state, keys, several));
+            } else {
+                drop(inner);
+                self.suppressed(target, &state.1);
             }
             return;
         }
@@ -145,35 +156,63 @@ impl OwnWrites {
     }
 
     fn finish(&self, target: &Target, wrote: Option<&ObjectMeta>) {
+        let written = wrote.and_then(state);
+        let (echoes, released) = self.land(target, written.as_ref());
+        if let Some((_, version)) = &written {
+            for _ in 0..echoes {
+                self.suppressed(target, version);
+            }
+        }
+        for key in released {
+            self.intake.add(key);
+        }
+    }
+
+    /// Ends a write of `target` that left it in the state `written` (none if it failed): drops
+    /// the held events that bring that state back and returns how many, with the keys of the
+    /// other held events when it was the last write of `target` in flight.
+    fn land(&self, target: &Target, written: Option<&(String, String)>) -> (usize, Vec<ObjectKey>) {
         let mut inner = self.inner.lock();
         let Some(flight) = inner.in_flight.get_mut(target) else {
-            return;
+            return (0, Vec::new());
         };
         flight.writes -= 1;
-        let written = wrote.and_then(state);
-        let mut seen = false;
-        if let Some(written) = &written {
+        let (mut seen, mut echoes) = (false, 0);
+        if let Some(written) = written {
             flight.ours.insert(written.clone());
             seen = flight.held.iter().any(|(state, ..)| state == written);
+            let before = flight.held.len();
             flight
                 .held
                 .retain(|(state, _, several)| *several || state != written);
+            echoes = before - flight.held.len();
         }
         if flight.writes > 0 {
-            return;
+            return (echoes, Vec::new());
         }
         let Some(flight) = inner.in_flight.remove(target) else {
-            return;
+            return (echoes, Vec::new());
         };
         if let Some(written) = written.filter(|_| !seen) {
-            remember(&mut inner, written);
+            remember(&mut inner, written.clone());
         }
         drop(inner);
-        for (_, keys, _) in flight.held {
-            for key in keys {
-                self.intake.add(key);
-            }
-        }
+        let released = flight.held.into_iter().flat_map(|(_, keys, _)| keys);
+        (echoes, released.collect())
+    }
+
+    /// Reports an event of `target` at `version` dropped as the echo of the controller's write.
+    fn suppressed(&self, target: &Target, version: &str) {
+        let (kind, namespace, name) = target;
+        tracing::debug!(
+            controller = %self.echoes.controller,
+            kind = %kind,
+            namespace = namespace.as_deref().unwrap_or_default(),
+            object = %name,
+            resource_version = %version,
+            "dropped the watch event of our own write: no reconcile"
+        );
+        self.echoes.suppressed.inc();
     }
 }
 
@@ -211,8 +250,11 @@ fn remember(inner: &mut Inner, state: (String, String)) {
 
 #[cfg(test)]
 mod tests {
+    use prometheus::IntCounter;
+
     use super::*;
     use crate::controller::intake::Opened;
+    use crate::metrics::Metrics;
     use crate::queue::WorkQueue;
 
     fn meta(uid: &str, version: &str) -> ObjectMeta {
@@ -233,10 +275,20 @@ mod tests {
 
     /// Own writes feeding a queue, the queue, and the open term that keeps it fed.
     fn setup() -> (OwnWrites, WorkQueue<ObjectKey>, Opened) {
+        let (writes, queue, opened, _) = setup_counted();
+        (writes, queue, opened)
+    }
+
+    /// As [`setup`], with the counter of the events dropped as echoes.
+    fn setup_counted() -> (OwnWrites, WorkQueue<ObjectKey>, Opened, IntCounter) {
         let intake = Intake::default();
         let queue = WorkQueue::builder().build();
         let opened = intake.open(queue.clone());
-        (OwnWrites::new(intake), queue, opened)
+        let echoes = Metrics::new(&prometheus::Registry::new())
+            .expect("invariant: a new registry holds no metric family yet")
+            .echoes("demo");
+        let suppressed = echoes.suppressed.clone();
+        (OwnWrites::new(intake, echoes), queue, opened, suppressed)
     }
 
     #[test]
@@ -337,5 +389,47 @@ mod tests {
             vec![ObjectKey::new(Some("ns"), "x")],
         );
         assert_eq!(queue.len(), 3, "11 was seen, so it is not remembered");
+    }
+
+    #[test]
+    fn every_dropped_echo_counts_and_a_change_by_another_does_not() {
+        let (writes, queue, _term, suppressed) = setup_counted();
+        // The echo after the response, the echo while the write is in flight, and the echo of
+        // a state the flight already wrote: three events dropped, three counted.
+        writes.begin(target()).finish(&meta("a", "7"));
+        writes.trigger(&target(), &meta("a", "7"), owner());
+        assert_eq!(suppressed.get(), 1, "the echo after the response");
+        let ticket = writes.begin(target());
+        writes.trigger(&target(), &meta("a", "8"), owner());
+        assert_eq!(suppressed.get(), 1, "held, not yet known to be ours");
+        let second = writes.begin(target());
+        ticket.finish(&meta("a", "8"));
+        assert_eq!(
+            suppressed.get(),
+            2,
+            "the held echo, dropped at the response"
+        );
+        writes.trigger(&target(), &meta("a", "8"), owner());
+        assert_eq!(suppressed.get(), 3, "an echo of a state this flight wrote");
+        drop(second);
+        assert_eq!(queue.len(), 0, "every event was an echo");
+        // Someone else's change, and a coalesced event carrying our state: both queued.
+        writes.trigger(
+            &target(),
+            &meta("a", "9"),
+            vec![ObjectKey::new(Some("ns"), "nine")],
+        );
+        writes.begin(target()).finish(&meta("a", "10"));
+        writes.trigger_coalesced(
+            &target(),
+            &meta("a", "10"),
+            vec![ObjectKey::new(Some("ns"), "ten")],
+        );
+        assert_eq!(queue.len(), 2, "both trigger");
+        assert_eq!(
+            suppressed.get(),
+            3,
+            "neither was dropped, so neither counts"
+        );
     }
 }

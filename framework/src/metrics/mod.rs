@@ -1,14 +1,15 @@
 //! Exposes controller-runtime's metric families, so existing dashboards and alerts work unchanged.
 //!
 //! Every family has controller-runtime's name, type, labels and buckets. Next to them come the
-//! informers' own `kubeward_informer_*` families, the Event recorders' `kubeward_events_total`
-//! and the `process_*` families. [`REFERENCE`]
+//! informers' own `kubeward_informer_*` families, the Event recorders' `kubeward_events_total`,
+//! the other `kubeward_*` families and the `process_*` families. [`REFERENCE`]
 //! lists them all for the book, and tests keep it in step with what is registered.
 
 #[cfg(feature = "tls")]
 pub(crate) mod auth;
 mod client;
 mod controller;
+mod echoes;
 mod events;
 mod informer;
 mod reads;
@@ -26,6 +27,7 @@ use prometheus::{
 pub(crate) use client::ClientMetricsLayer;
 pub use client::REST_CLIENT_DURATION_BUCKETS;
 pub(crate) use controller::{ControllerMetrics, Outcome};
+pub(crate) use echoes::EchoMetrics;
 pub(crate) use events::EventMetrics;
 pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
@@ -81,6 +83,7 @@ pub struct Metrics {
     pub(crate) leader: IntGaugeVec,
     pub(crate) events: IntCounterVec,
     pub(crate) reads: IntCounterVec,
+    pub(crate) echoes: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
@@ -125,15 +128,16 @@ impl Metrics {
             leader: IntGaugeVec::new(opts(14), labels(14))?,
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
             reads: IntCounterVec::new(opts(READS), labels(READS))?,
-            shards: IntGaugeVec::new(opts(READS + 1), labels(READS + 1))?,
-            assignments: IntCounterVec::new(opts(READS + 2), labels(READS + 2))?,
-            drains: IntCounterVec::new(opts(READS + 3), labels(READS + 3))?,
+            echoes: IntCounterVec::new(opts(ECHOES), labels(ECHOES))?,
+            shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
+            assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
+            drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
             handover: HistogramVec::new(
-                histogram(READS + 4, &HANDOVER_BUCKETS),
-                labels(READS + 4),
+                histogram(SHARDER + 3, &HANDOVER_BUCKETS),
+                labels(SHARDER + 3),
             )?,
-            shard_leases: IntGaugeVec::new(opts(READS + 5), labels(READS + 5))?,
-            shard_lease_losses: IntCounterVec::new(opts(READS + 6), labels(READS + 6))?,
+            shard_leases: IntGaugeVec::new(opts(SHARDER + 4), labels(SHARDER + 4))?,
+            shard_lease_losses: IntCounterVec::new(opts(SHARDER + 5), labels(SHARDER + 5))?,
             webhook_requests: IntCounterVec::new(opts(WEBHOOK), labels(WEBHOOK))?,
             webhook_latency: HistogramVec::new(
                 histogram(WEBHOOK + 1, &WEBHOOK_LATENCY_BUCKETS),
@@ -164,6 +168,7 @@ impl Metrics {
         registry.register(Box::new(metrics.leader.clone()))?;
         registry.register(Box::new(metrics.events.clone()))?;
         registry.register(Box::new(metrics.reads.clone()))?;
+        registry.register(Box::new(metrics.echoes.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
@@ -199,6 +204,11 @@ impl Metrics {
     /// The `kubeward_reads_total` series of the context of `controller`.
     pub(crate) fn reads(&self, controller: &str) -> ReadMetrics {
         ReadMetrics::new(self, controller)
+    }
+
+    /// The `kubeward_own_write_echoes_suppressed_total` series of `controller`, at 0.
+    pub(crate) fn echoes(&self, controller: &str) -> EchoMetrics {
+        EchoMetrics::new(self, controller)
     }
 
     /// The `controller_runtime_webhook_*` and `kubeward_serving_*` series of a webhook server.
@@ -275,8 +285,12 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 const EVENTS: usize = 22;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
 const READS: usize = 23;
+/// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
+const ECHOES: usize = READS + 1;
+/// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
+const SHARDER: usize = ECHOES + 1;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
-const WEBHOOK: usize = READS + 7;
+const WEBHOOK: usize = SHARDER + 6;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
 const REST_CLIENT: usize = REFERENCE.len() - 2;
 
@@ -323,6 +337,7 @@ mod tests {
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
         metrics.reads("demo").count("configmaps", ReadSource::Cache);
+        let _ = metrics.echoes("demo");
         let sharder = crate::sharding::SharderMetrics::new(&metrics, "demo");
         sharder.set_shards(1);
         sharder.assigned("shard-0");

@@ -187,6 +187,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Reads of a reconcile's context (`ctx.get`, `ctx.list`, and the reconcile kit's look-ups of owned objects), by resource and where they were served from (cache, api).",
     },
     Family {
+        name: "kubeward_own_write_echoes_suppressed_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Watch events a controller dropped because they brought back exactly the state it wrote itself (same uid and resourceVersion), instead of reconciling again.",
+    },
+    Family {
         name: "kubeward_sharder_shards",
         kind: Kind::Gauge,
         labels: &["ring"],

@@ -1,5 +1,6 @@
 //! Sets up logging from the `--log-format` and `--log-level` flags.
 
+use std::ffi::OsString;
 use std::io::IsTerminal as _;
 
 use tracing_subscriber::EnvFilter;
@@ -17,7 +18,8 @@ const QUIET_CLIENT: [&str; 2] = [
 ];
 
 /// Installs a global tracing subscriber writing to stderr; `RUST_LOG`, when set, wins over `level`.
-/// Text lines are coloured only when stderr is a terminal; JSON is one object per line.
+/// Text lines are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty (see
+/// <https://no-color.org>); JSON is one object per line.
 ///
 /// # Errors
 /// [`Error::InvalidFlags`] when `level` (or `RUST_LOG`, naming it) is not a valid filter;
@@ -34,11 +36,20 @@ pub fn init_logging(format: LogFormat, level: &str) -> Result<(), Error> {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(colour(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
             .try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     }
     .map_err(Error::Logging)
+}
+
+/// Whether text lines carry ANSI colours: only on a terminal, and never when `NO_COLOR` is set
+/// to a non-empty value. A file or a pipe (a log collector, `2> operator.log`) gets plain text.
+fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
 /// The filter `directives` describe, with kube's per-request error lines off unless they name
@@ -56,6 +67,18 @@ fn log_filter(directives: &str) -> Result<EnvFilter, tracing_subscriber::filter:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_coloured_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(
+            colour(true, Some(OsString::new())),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None), "a file or a pipe gets no colour");
+        assert!(!colour(false, Some("1".into())));
+    }
 
     #[test]
     fn the_client_per_request_errors_are_off_unless_the_filter_names_kube_client() {
