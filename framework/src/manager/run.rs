@@ -142,7 +142,7 @@ impl Manager {
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
         if let Err(e) = self.factory.start() {
-            tracing::debug!(error = %e, "informers were already started");
+            tracing::debug!(error = %chain(&e), "informers were already started");
         }
 
         let (mut leader_only, free): (Vec<_>, Vec<_>) = self
