@@ -17,12 +17,12 @@
 #[cfg(feature = "cli")]
 mod cli;
 mod client;
+mod command;
 mod config;
 mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
 mod http;
-mod manifests;
 mod namespaces;
 mod pod_namespace;
 mod program;
@@ -50,9 +50,9 @@ pub use self::cli::ShardFlags;
 pub use self::cli::WebhookFlags;
 #[cfg(feature = "cli")]
 pub use self::cli::{Flags, LogFormat, init_logging};
+pub use self::command::Command;
 pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
 pub use self::http::Check;
-pub use self::manifests::Command;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
 #[cfg(feature = "sharding")]
 pub use self::shard::Shard;
