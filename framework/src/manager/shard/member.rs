@@ -26,7 +26,7 @@ use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
 use crate::manager::controllers::ControllerRunnable;
 use crate::manager::pod_namespace::pod_namespace;
-use crate::manager::{BoxError, Error, Manager, Runnable, runnable_fn};
+use crate::manager::{BoxError, Error, Manager, Runnable, RunsOn, runnable_fn};
 use crate::sharding::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
@@ -97,9 +97,11 @@ impl Manager {
                 Err(error) => {
                     // Reported when the manager runs, as every runnable's failure is.
                     let error: BoxError = error.into();
-                    return Box::new(runnable_fn("shard lease", false, move |_| async move {
-                        Err(error)
-                    }));
+                    return Box::new(runnable_fn(
+                        "shard lease",
+                        RunsOn::EveryReplica,
+                        move |_| async move { Err(error) },
+                    ));
                 }
             }
         }
