@@ -7,9 +7,10 @@ use std::fmt;
 /// serde, I/O and kubeward errors, and on messages (`Err("no replicas".into())`).
 ///
 /// Displays as the error it holds followed by its causes, `: `-joined, with the API server's
-/// own message for an API error (`applying Deployment shop/web: Deployment.apps "web" is
-/// invalid: spec.replicas: ...`), so that `{error}` in a log or an Event says what went wrong
-/// without a match on `kube::Error::Api`. Since its text holds the causes, it reports no
+/// code, reason and message for an API error (`applying Deployment shop/web: 422 Invalid:
+/// Deployment.apps "web" is invalid: spec.replicas: ...`), so that `{error}` in a log or an
+/// Event says what went wrong without a match on `kube::Error::Api`, in the words the
+/// framework's own logs use for the same failure. Since its text holds the causes, it reports no
 /// `source()` of its own (a chain printer such as anyhow's would repeat them); [`Error::kube`]
 /// and [`Error::downcast_ref`] reach inside. For an error type of your own, use [`Error::new`]
 /// or add `impl From<MyError> for kubeward::Error`.
@@ -80,10 +81,15 @@ pub(crate) fn as_status<'a>(link: &'a (dyn StdError + 'static)) -> Option<&'a ku
     }
 }
 
-/// `error`'s message with its causes, `: `-joined; an API error contributes the API server's
-/// message (not kube's debug rendering), and a cause its parent already quotes is left out.
+/// `error` and its causes on one line, `: `-joined: how every log line and Event of the crate
+/// renders an error, so one failure reads the same from a reconcile, a reflector or the elector.
+///
+/// An API error contributes the API server's answer as `kubectl` shows it, its code, reason and
+/// message (`403 Forbidden: leases is forbidden: ...`), in place of kube's dump of the whole
+/// `Status`, and ends the chain (its source is the same `Status` again). A cause whose text is
+/// already said is left out, and line breaks become spaces.
 pub(crate) fn chain(error: &(dyn StdError + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    let mut text = String::new();
     let mut next = Some(error);
     while let Some(link) = next {
         if link.is::<Error>() {
@@ -91,25 +97,47 @@ pub(crate) fn chain(error: &(dyn StdError + 'static)) -> String {
             continue;
         }
         let status = as_status(link);
-        let text = match status {
-            Some(status) if !status.message.is_empty() => status.message.clone(),
-            Some(status) => format!("{} ({})", status.reason, status.code),
+        let part = match status {
+            Some(status) => answer(status, &text),
             None => link.to_string(),
         };
-        if !parts
-            .last()
-            .is_some_and(|previous| previous.contains(&text))
-        {
-            parts.push(text);
+        if !part.is_empty() && !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
         }
-        // The API server's message is the end of the story; kube's `Status` source repeats it.
+        // The API server's answer is the end of the story; kube's `Status` source repeats it.
         next = if status.is_some() {
             None
         } else {
             next_cause(link)
         };
     }
-    parts.join(": ")
+    text.replace(['\r', '\n'], " ")
+}
+
+/// The API server's answer `status`: its code and reason, then its message unless that is
+/// empty, the reason again, or already in `said`.
+fn answer(status: &kube::core::Status, said: &str) -> String {
+    let mut head = String::new();
+    if status.code != 0 {
+        head = status.code.to_string();
+    }
+    if !status.reason.is_empty() {
+        if !head.is_empty() {
+            head.push(' ');
+        }
+        head.push_str(&status.reason);
+    }
+    let message = status.message.as_str();
+    if message.is_empty() || message == status.reason || said.contains(message) {
+        head
+    } else if head.is_empty() {
+        message.to_owned()
+    } else {
+        format!("{head}: {message}")
+    }
 }
 
 /// The first [`kube::Error`] in the source chain of `error`, itself included (also when boxed,
@@ -220,8 +248,8 @@ mod tests {
         });
         assert_eq!(
             error.to_string(),
-            "applying Deployment shop/web: Deployment.apps \"web\" is invalid: spec.replicas: \
-             must be >= 0"
+            "applying Deployment shop/web: 422 Invalid: Deployment.apps \"web\" is invalid: \
+             spec.replicas: must be >= 0"
         );
         assert!(
             error.source().is_none(),
@@ -259,9 +287,69 @@ mod tests {
         let error = reconcile(2).expect_err("the step fails");
         assert_eq!(
             error.to_string(),
-            "applying ConfigMap a/b: the object has been modified"
+            "applying ConfigMap a/b: 409 Conflict: the object has been modified"
         );
         assert!(error.downcast_ref::<crate::reconcile::Error>().is_some());
+    }
+
+    #[test]
+    fn a_cause_the_text_already_says_is_not_said_twice() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the config: {0}")]
+        struct Quoting(#[source] std::io::Error);
+        #[derive(Debug, thiserror::Error)]
+        #[error("starting")]
+        struct Outer(#[source] Quoting);
+        let io = std::io::Error::other("permission denied");
+        assert_eq!(
+            chain(&Outer(Quoting(io))),
+            "starting: reading the config: permission denied"
+        );
+    }
+
+    #[test]
+    fn an_api_answer_a_parent_already_quotes_adds_only_its_code_and_reason() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("writing the lease: {0}")]
+        struct Quoting(String, #[source] kube::Error);
+        let forbidden = forbidden();
+        let Some(status) = as_status(&forbidden).cloned() else {
+            panic!("a 403 is an API error")
+        };
+        assert_eq!(
+            chain(&Quoting(status.message, forbidden)),
+            "writing the lease: leases is forbidden: User \"x\" cannot get leases: 403 Forbidden"
+        );
+    }
+
+    #[test]
+    fn an_api_answer_says_its_code_reason_and_message_once_on_one_line() {
+        assert_eq!(
+            chain(&forbidden()),
+            "403 Forbidden: leases is forbidden: User \"x\" cannot get leases"
+        );
+        let bare = |message: &str, reason: &str, code: u16| {
+            chain(&kube::Error::Api(
+                kube::core::Status::failure(message, reason)
+                    .with_code(code)
+                    .boxed(),
+            ))
+        };
+        assert_eq!(bare("", "NotFound", 404), "404 NotFound");
+        assert_eq!(bare("Expired", "Expired", 410), "410 Expired");
+        assert_eq!(bare("no such\nthing", "", 404), "404: no such thing");
+        assert_eq!(bare("gone", "", 0), "gone");
+    }
+
+    fn forbidden() -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(
+                "leases is forbidden: User \"x\" cannot get leases",
+                "Forbidden",
+            )
+            .with_code(403)
+            .boxed(),
+        )
     }
 
     #[test]

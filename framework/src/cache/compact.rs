@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use super::ObjectKey;
 use super::hot::Hot;
 use super::slot::Encoded;
+use crate::error::chain;
 
 /// Turns a cached object's JSON back into the object.
 pub(crate) type Decode<K> = Arc<dyn Fn(&[u8]) -> serde_json::Result<K> + Send + Sync>;
@@ -60,7 +61,7 @@ impl<K> Compact<K> {
             Err(err) => {
                 // The store encoded this JSON itself, so this is a broken invariant; the object
                 // reads as absent rather than taking the reader down.
-                tracing::error!(key = %key, error = %err, "a compact store could not decode an object it holds");
+                tracing::error!(key = %key, error = %chain(&err), "a compact store could not decode an object it holds");
                 None
             }
         }
@@ -92,7 +93,7 @@ impl<K: Resource> Compact<K> {
             None => match (self.encode.as_ref()?)(obj) {
                 Ok(json) => json,
                 Err(err) => {
-                    tracing::warn!(key = %ObjectKey::of(obj), error = %err, "keeping an object that does not encode decoded");
+                    tracing::warn!(key = %ObjectKey::of(obj), error = %chain(&err), "keeping an object that does not encode decoded");
                     return None;
                 }
             },

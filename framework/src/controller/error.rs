@@ -6,7 +6,6 @@ use kube::core::Status;
 
 use super::ErrorAction;
 use crate::error::as_status;
-pub(crate) use crate::error::chain as message;
 
 /// Why a reconcile of one object failed: the reconciler's own error `E`, or a step the
 /// controller takes around it. [`Reconciler::error_policy`](super::Reconciler::error_policy)
@@ -205,11 +204,12 @@ mod tests {
     }
 
     #[test]
-    fn the_message_joins_the_chain_with_the_api_servers_words() {
+    fn its_text_joins_the_chain_with_the_api_servers_answer() {
         let error = Error::Reconcile(Outer(Inner::Apply(api(422, "Invalid"))));
         assert_eq!(
-            message(&error),
-            "reconcile failed: step two: applying the ConfigMap: the server says Invalid"
+            crate::error::chain(&error),
+            "reconcile failed: step two: applying the ConfigMap: 422 Invalid: the server says \
+             Invalid"
         );
     }
 

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::correlator::{Correlator, Decision, Key};
+use crate::error::chain;
 use crate::metrics::EventMetrics;
 
 /// Events taken from the queue at once; repeats among them become one write.
@@ -183,7 +184,7 @@ impl Writer {
                     reason = %write.first.reason,
                     object = %describe(&write.first.regarding),
                     controller = %self.settings.controller,
-                    %error,
+                    error = %chain(&error),
                     "could not record an Event"
                 );
             }

@@ -22,6 +22,7 @@ use super::Term;
 use super::leadership::{Leadership, Status};
 use super::state::{Observed, Record, State, Step, Write};
 use super::{Config, Result};
+use crate::error::chain;
 use crate::informer::connectivity::{self, Connectivity};
 
 /// A hook called on the elector's task when a term starts or stops; keep it quick.
@@ -301,11 +302,10 @@ impl LeaderElector {
         let lease = self.leadership.lease_name().to_owned();
         if connectivity::is_unreachable(error) {
             let retry = self.config.retry_period_value();
-            self.connectivity
-                .failed(&lease, &connectivity::with_causes(error), retry);
+            self.connectivity.failed(&lease, &chain(error), retry);
             return;
         }
-        let error = connectivity::describe(error);
+        let error = chain(error);
         if self.last_failure.as_ref() == Some(&error) {
             tracing::debug!(%lease, %error, "{request} failed again");
             return;

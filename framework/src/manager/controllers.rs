@@ -40,7 +40,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             .metrics(manager.metrics().clone());
         let bound = controller.bind(&cluster);
         manager.add_cache_readiness(&bound);
-        Box::new(Term(bound))
+        Box::new(ControllerRunnable(bound))
     }
 }
 
@@ -62,17 +62,18 @@ impl Manager {
     }
 }
 
-/// A term of leadership of a bound controller; [`Runnable::next_term`] gives the next one,
-/// sharing the binding (informers, handlers, caches).
-pub(super) struct Term<K>(pub(super) Bound<K>);
+/// A bound controller as one of the manager's leader-only runnables, for one term of leadership;
+/// [`Runnable::next_term`] gives the next term's, sharing the binding (informers, handlers,
+/// caches).
+pub(super) struct ControllerRunnable<K>(pub(super) Bound<K>);
 
-impl<K: Cacheable> Runnable for Term<K> {
+impl<K: Cacheable> Runnable for ControllerRunnable<K> {
     fn name(&self) -> String {
         self.0.name().to_owned()
     }
 
     fn next_term(&self) -> Option<Box<dyn Runnable>> {
-        Some(Box::new(Term(self.0.clone())))
+        Some(Box::new(ControllerRunnable(self.0.clone())))
     }
 
     fn run(

@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "tls")]
+use crate::error::chain;
 use crate::metrics::auth::{Decision, Guard};
 
 /// A named probe: `Ok` when healthy (or ready), `Err(reason)` otherwise.
@@ -206,7 +207,7 @@ pub(crate) async fn serve(listener: TcpListener, endpoints: Endpoints, stop: Can
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    tracing::warn!(error = %e, "accepting an HTTP connection failed");
+                    tracing::warn!(error = %chain(&e), "accepting an HTTP connection failed");
                     continue;
                 }
             },
@@ -223,7 +224,7 @@ pub(crate) async fn serve(listener: TcpListener, endpoints: Endpoints, stop: Can
                 .serve_connection(TokioIo::new(stream), service)
                 .await
             {
-                tracing::debug!(error = %e, "HTTP connection ended with an error");
+                tracing::debug!(error = %chain(&e), "HTTP connection ended with an error");
             }
         });
     }

@@ -3,10 +3,10 @@
 //! ```no_run
 //! # #[allow(dead_code)]
 //! # async fn demo() -> Result<(), kubeward::manager::Error> {
-//! use kubeward::manager::{Manager, runnable_fn};
+//! use kubeward::manager::{Manager, RunsOn, runnable_fn};
 //!
 //! let manager = Manager::from_args("Keeps a heartbeat").await?; // --metrics-bind-address, --leader-elect, ...
-//! manager.add(runnable_fn("heartbeat", false, |shutdown| async move {
+//! manager.add(runnable_fn("heartbeat", RunsOn::EveryReplica, |shutdown| async move {
 //!     shutdown.cancelled().await;
 //!     Ok(())
 //! }));
@@ -17,12 +17,12 @@
 #[cfg(feature = "cli")]
 mod cli;
 mod client;
+mod command;
 mod config;
 mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
 mod http;
-mod manifests;
 mod namespaces;
 mod pod_namespace;
 mod program;
@@ -50,10 +50,10 @@ pub use self::cli::ShardFlags;
 pub use self::cli::WebhookFlags;
 #[cfg(feature = "cli")]
 pub use self::cli::{Flags, LogFormat, init_logging};
+pub use self::command::Command;
 pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
 pub use self::http::Check;
-pub use self::manifests::Command;
-pub use self::runnable::{BoxError, IntoRunnable, Runnable, runnable_fn};
+pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
 #[cfg(feature = "sharding")]
 pub use self::shard::Shard;
 pub use self::shutdown::FORCED_EXIT_CODE;

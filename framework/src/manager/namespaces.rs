@@ -3,6 +3,8 @@
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{Api, Client};
 
+use crate::error::chain;
+
 /// Logs a warning for each of `namespaces` that does not exist. Its informers list and watch it
 /// all the same (the API server answers an empty list), so its objects are cached once it is
 /// created. A manager whose RBAC may not read Namespaces (Roles in the watched namespaces only)
@@ -19,7 +21,7 @@ pub(super) async fn warn_of_missing(client: Client, namespaces: Vec<String>) {
             ),
             Err(error) => tracing::debug!(
                 namespace,
-                %error,
+                error = %chain(&error),
                 "cannot tell whether the watched namespace exists"
             ),
         }

@@ -37,8 +37,9 @@ struct Election {
     task: AbortOnDropHandle<()>,
 }
 
-/// A term of leadership as the manager runs it: the token that stops its runnables.
-struct Lead {
+/// The leader-only runnables started for one term of leadership: the token that stops them,
+/// when they started, and the names of those that cannot run in a later term.
+struct LeaderOnlyGroup {
     token: CancellationToken,
     since: Instant,
     /// Leader-only runnables that cannot run in a later term.
@@ -142,7 +143,7 @@ impl Manager {
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
         if let Err(e) = self.factory.start() {
-            tracing::debug!(error = %e, "informers were already started");
+            tracing::debug!(error = %chain(&e), "informers were already started");
         }
 
         let (mut leader_only, free): (Vec<_>, Vec<_>) = self
@@ -160,14 +161,14 @@ impl Manager {
         let standby = election
             .as_ref()
             .is_some_and(|e| e.on_loss == OnLeadershipLoss::Standby);
-        let mut term: Option<Lead> = None;
+        let mut leading: Option<LeaderOnlyGroup> = None;
         let mut standing_by: Option<Instant> = None;
 
         let mut outcome = Ok(());
         loop {
             tokio::select! {
                 () = self.shutdown.cancelled() => break,
-                became = wait_leading(to_lead.as_mut()), if term.is_none() => {
+                became = wait_leading(to_lead.as_mut()), if leading.is_none() => {
                     if became.is_err() {
                         // The elector is gone (it only ends on release): this replica can never lead.
                         let lease = election.as_ref().map(|e| e.lease.clone()).unwrap_or_default();
@@ -182,11 +183,11 @@ impl Manager {
                             "leading again: starting controllers afresh"
                         ),
                     }
-                    term = Some(self.start_term(&mut gated, &mut leader_only, standby));
+                    leading = Some(self.start_term(&mut gated, &mut leader_only, standby));
                 }
-                () = wait_lost(to_lose.as_mut()), if term.is_some() => {
+                () = wait_lost(to_lose.as_mut()), if leading.is_some() => {
                     // A term runs only with leader election on.
-                    let (Some(ended), Some(election)) = (term.take(), &election) else {
+                    let (Some(ended), Some(election)) = (leading.take(), &election) else {
                         continue;
                     };
                     let lease = election.lease.clone();
@@ -243,7 +244,7 @@ impl Manager {
         gated: &mut JoinSet<Ended>,
         leader_only: &mut Vec<Box<dyn Runnable>>,
         standby: bool,
-    ) -> Lead {
+    ) -> LeaderOnlyGroup {
         let token = self.shutdown.child_token();
         let mut next = Vec::new();
         let mut run_once = Vec::new();
@@ -263,7 +264,7 @@ impl Manager {
                 "these leader-only runnables cannot run again (Runnable::next_term): losing the Lease will end the run instead of standing by"
             );
         }
-        Lead {
+        LeaderOnlyGroup {
             token,
             since: Instant::now(),
             run_once,

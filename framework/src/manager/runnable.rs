@@ -54,26 +54,36 @@ impl<R: Runnable> IntoRunnable for R {
     }
 }
 
-/// A [`Runnable`] made from a name and an async closure, for small tasks.
-pub fn runnable_fn<F, Fut>(
-    name: impl Into<String>,
-    needs_leader_election: bool,
-    run: F,
-) -> impl Runnable
+/// Which replicas run a [`runnable_fn`]: what [`Runnable::needs_leader_election`] answers.
+#[doc(alias = "LeaderElectionRunnable")]
+#[doc(alias = "NeedLeaderElection")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunsOn {
+    /// Only the replica holding the leader-election Lease, while it holds it, as controllers
+    /// run (`needs_leader_election` is true).
+    Leader,
+    /// Every replica, from start to shutdown, as informers and servers run
+    /// (`needs_leader_election` is false).
+    EveryReplica,
+}
+
+/// A [`Runnable`] made from a name, the replicas it runs on, and an async closure, for small
+/// tasks: `runnable_fn("heartbeat", RunsOn::EveryReplica, |shutdown| async move { ... })`.
+pub fn runnable_fn<F, Fut>(name: impl Into<String>, runs_on: RunsOn, run: F) -> impl Runnable
 where
     F: FnOnce(CancellationToken) -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
 {
     FnRunnable {
         name: name.into(),
-        needs_leader_election,
+        runs_on,
         run,
     }
 }
 
 struct FnRunnable<F> {
     name: String,
-    needs_leader_election: bool,
+    runs_on: RunsOn,
     run: F,
 }
 
@@ -87,7 +97,7 @@ where
     }
 
     fn needs_leader_election(&self) -> bool {
-        self.needs_leader_election
+        self.runs_on == RunsOn::Leader
     }
 
     fn run(
@@ -95,5 +105,22 @@ where
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         Box::pin((self.run)(shutdown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runnable_fn_needs_leader_election_only_when_it_runs_on_the_leader() {
+        let leader = runnable_fn("report", RunsOn::Leader, |_| async { Ok(()) });
+        let every = runnable_fn("heartbeat", RunsOn::EveryReplica, |_| async { Ok(()) });
+        assert!(leader.needs_leader_election());
+        assert!(!every.needs_leader_election());
+        assert_eq!(
+            (leader.name(), every.name()),
+            ("report".to_owned(), "heartbeat".to_owned())
+        );
     }
 }

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::SharderMetrics;
 use super::ring_watch::on_lease_change;
 use super::{SHARDER_IDENTITY, STATE_LABEL, ShardState, lease_state};
+use crate::error::chain;
 use crate::informer::SharedInformer;
 
 /// How soon a Lease whose write failed is looked at again.
@@ -52,7 +53,7 @@ pub(crate) async fn tend_shard_leases(
                 Ok(()) => lasts,
                 Err(error) => {
                     tracing::warn!(lease = %lease.metadata.name.as_deref().unwrap_or_default(),
-                        %state, %error, "tending a shard Lease failed; retrying");
+                        %state, error = %chain(&error), "tending a shard Lease failed; retrying");
                     Some(RETRY)
                 }
             };

@@ -28,6 +28,7 @@ use super::ring_watch::{Ring, View, watch_ring};
 use super::shard_leases::tend_shard_leases;
 use super::{Decision, controller_key, decide, drain_label, object_key, shard_label};
 use crate::cache::ObjectKey;
+use crate::error::chain;
 use crate::informer::{self, CacheScope, Factory, SharedInformer, Watchable, handler_fns};
 use crate::queue::WorkQueue;
 use crate::queue::rate_limiter::{ExponentialBackoff, MaxOf, TokenBucket};
@@ -302,7 +303,7 @@ impl<K: Watchable> SharderRun for KindRun<K> {
                                     assigner.failures.succeeded();
                                 }
                                 Err(error) => {
-                                    assigner.failures.failed(&key, &error);
+                                    assigner.failures.failed(&key, &chain(&error));
                                     queue.add_rate_limited(key.clone());
                                 }
                             }

@@ -13,6 +13,7 @@ use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 
 use super::{CertificatePair, Error, Result, TLS_CRT, TLS_KEY};
+use crate::error::chain;
 
 /// The serving certificate every new TLS handshake presents, whatever name the client asks for
 /// (a client without SNI gets it too). Watching its directory replaces it when both files hold a
@@ -107,7 +108,7 @@ impl ReloadingCertificate {
                 Ok(true) => tracing::info!(dir = ?self.dir, "loaded a new serving certificate"),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(
-                    error = %e,
+                    error = %chain(&e),
                     "the serving certificate files changed but do not load; still serving the previous certificate"
                 ),
             }

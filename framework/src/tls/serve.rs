@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::idle::{Activity, Tracked};
 use super::{Closed, Closes, Limits, Lingering};
+use crate::error::chain;
 
 /// How long open connections may take to finish their requests once `stop` is cancelled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,7 +68,7 @@ pub(crate) async fn serve<S, B>(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
-                    tracing::warn!(error = %e, "accepting a TLS connection failed");
+                    tracing::warn!(error = %chain(&e), "accepting a TLS connection failed");
                     continue;
                 }
             },
@@ -87,7 +88,7 @@ pub(crate) async fn serve<S, B>(
             let tls = match tokio::time::timeout(limits.handshake_timeout, handshake).await {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    tracing::debug!(%peer, error = %chain(&e), "TLS handshake failed");
                     return;
                 }
                 Err(_) => {
@@ -107,7 +108,7 @@ pub(crate) async fn serve<S, B>(
                     if e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
                         closes.record(Closed::ReadHeaderTimeout);
                     } else {
-                        tracing::debug!(%peer, error = %e, "HTTPS connection ended with an error");
+                        tracing::debug!(%peer, error = %chain(&*e), "HTTPS connection ended with an error");
                     }
                 },
                 reason = activity.expired(&limits) => closes.record(reason),

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::controller::own_writes::OwnWrites;
 use crate::controller::target_of;
 use crate::controller::{Cacheable, Kind};
+use crate::error::chain;
 
 /// How long the status write may take; it holds the object's key meanwhile.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,7 +64,10 @@ pub(super) async fn write<K: Cacheable>(
                 );
             }
         }
-        Ok(Err(error)) => tracing::debug!(%error, "could not read the object again"),
+        Ok(Err(error)) => {
+            let error = chain(&error);
+            tracing::debug!(%error, "could not read the object again");
+        }
         Err(_) => tracing::debug!("reading the object again timed out"),
     }
 }
@@ -88,6 +92,7 @@ async fn write_on<K: Cacheable>(
     let object = match to_json(obj) {
         Ok(object) => object,
         Err(error) => {
+            let error = chain(&error);
             tracing::debug!(%error, "cannot read the object's status as JSON");
             return Written::Done;
         }
@@ -114,6 +119,7 @@ async fn write_on<K: Cacheable>(
         // Gone since it was read: nothing to report on.
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Done,
         Ok(Err(error)) => {
+            let error = chain(&error);
             tracing::warn!(%error, condition, "could not set the failed condition on the object's status");
             Written::Done
         }

@@ -10,9 +10,10 @@ pub(crate) use condition::ToJson;
 pub(crate) use condition::applies;
 
 use super::erased::{Failure, Next};
-use super::error::{api_status, message, truncate};
+use super::error::{api_status, truncate};
 use super::{Cacheable, Context, ErrorAction};
 use crate::cache::ObjectKey;
+use crate::error::chain;
 use crate::informer::connectivity::{self, Connectivity};
 use crate::metrics::Outcome;
 use crate::queue::WorkQueue;
@@ -55,7 +56,7 @@ pub(crate) const DEFAULT_CONDITION: &str = kubeward_core::condition::DEFAULT;
 /// retry needs, adds the key at once anyway. A plain `add` would instead spin at full speed for
 /// as long as a reconciler keeps writing from a stale read.
 pub(crate) fn settle(queue: &WorkQueue<ObjectKey>, key: &ObjectKey, failure: &Failure) -> Outcome {
-    let error = message(&*failure.error);
+    let error = chain(&*failure.error);
     match failure.next {
         Next::Conflict => {
             tracing::debug!(%error, step = failure.step, "conflict: the object changed; looking again");
@@ -96,7 +97,7 @@ pub(crate) fn wait_for_server(
     connectivity: &Connectivity,
     failure: &Failure,
 ) -> Outcome {
-    let error = message(&*failure.error);
+    let error = chain(&*failure.error);
     tracing::debug!(%error, step = failure.step, "reconcile failed: the API server is unreachable; retrying once it is back");
     let back = connectivity.until_reachable();
     let (queue, key) = (queue.clone(), key.clone());
@@ -122,7 +123,7 @@ pub(crate) async fn report<K: Cacheable>(
     if failure.next == Next::Conflict {
         return;
     }
-    let text = message(&*failure.error);
+    let text = chain(&*failure.error);
     if reporting.events {
         event::report(ctx, obj, truncate(&text, NOTE_LIMIT));
     }

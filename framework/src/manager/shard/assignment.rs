@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use tokio::sync::watch;
 
 use crate::informer::SharedInformer;
-use crate::manager::{Manager, Runnable, runnable_fn};
+use crate::manager::{Manager, Runnable, RunsOn, runnable_fn};
 use crate::sharding::{KindSharder, SharderMetrics, View, watch_ring};
 
 impl Manager {
@@ -41,7 +41,7 @@ impl Manager {
         let name = format!("shard view {ring}");
         Some(Box::new(runnable_fn(
             name,
-            false,
+            RunsOn::EveryReplica,
             move |shutdown| async move {
                 leases.start()?;
                 // Until the Leases are listed the view is empty and the webhook admits objects

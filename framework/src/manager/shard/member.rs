@@ -24,9 +24,9 @@ use crate::controller::{Cluster, Controller};
 use crate::informer::Cacheable;
 use crate::informer::{self, Factory};
 use crate::leader::{LeaderElector, Leadership};
-use crate::manager::controllers::Term;
+use crate::manager::controllers::ControllerRunnable;
 use crate::manager::pod_namespace::pod_namespace;
-use crate::manager::{BoxError, Error, Manager, Runnable, runnable_fn};
+use crate::manager::{BoxError, Error, Manager, Runnable, RunsOn, runnable_fn};
 use crate::sharding::SharderMetrics;
 use crate::sharding::{KindSharder, RING_LABEL, SHARDER_IDENTITY, Sharder, shard_label};
 
@@ -97,9 +97,11 @@ impl Manager {
                 Err(error) => {
                     // Reported when the manager runs, as every runnable's failure is.
                     let error: BoxError = error.into();
-                    return Box::new(runnable_fn("shard lease", false, move |_| async move {
-                        Err(error)
-                    }));
+                    return Box::new(runnable_fn(
+                        "shard lease",
+                        RunsOn::EveryReplica,
+                        move |_| async move { Err(error) },
+                    ));
                 }
             }
         }
@@ -117,7 +119,7 @@ impl Manager {
             unreachable!("invariant: only a manager configured as a shard has shard members");
         };
         Box::new(Member {
-            term: Term(bound),
+            controller: ControllerRunnable(bound),
             leadership: state.leadership.clone(),
             alive: state.alive.clone(),
             lost: LostShardLease {
@@ -240,7 +242,7 @@ impl Manager {
 
 /// One controller of the ring on this shard.
 struct Member<K> {
-    term: Term<K>,
+    controller: ControllerRunnable<K>,
     leadership: Leadership,
     alive: mpsc::Sender<()>,
     /// Its error when the Lease is lost.
@@ -249,7 +251,7 @@ struct Member<K> {
 
 impl<K: Cacheable> Runnable for Member<K> {
     fn name(&self) -> String {
-        self.term.name()
+        self.controller.name()
     }
 
     fn needs_leader_election(&self) -> bool {
@@ -261,7 +263,7 @@ impl<K: Cacheable> Runnable for Member<K> {
         shutdown: CancellationToken,
     ) -> BoxFuture<'static, Result<(), BoxError>> {
         let Self {
-            term,
+            controller,
             mut leadership,
             alive,
             lost,
@@ -272,7 +274,7 @@ impl<K: Cacheable> Runnable for Member<K> {
                 held = leadership.leading() => held?,
                 () = shutdown.cancelled() => return Ok(()),
             }
-            let run = Box::new(term).run(shutdown);
+            let run = Box::new(controller).run(shutdown);
             tokio::select! {
                 ended = run => ended,
                 () = leadership.lost() => Err(lost.into()),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use super::*;
-use crate::manager::{BoxError, Config, runnable_fn};
+use crate::manager::{BoxError, Config, RunsOn, runnable_fn};
 use crate::testing::{self, free_addr};
 
 /// A client that is never used to make requests: these tests need no API server.
@@ -52,7 +52,7 @@ async fn readyz_turns_unready_at_shutdown_while_work_drains_then_run_returns_ok(
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
     manager.add(runnable_fn(
         "slow-drain",
-        false,
+        RunsOn::EveryReplica,
         move |shutdown| async move {
             shutdown.cancelled().await;
             release_rx.await.map_err(|e| Box::new(e) as BoxError)
@@ -88,7 +88,7 @@ async fn a_failing_runnable_stops_the_others_and_is_named_in_the_error() {
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
     manager.add(runnable_fn(
         "bystander",
-        false,
+        RunsOn::EveryReplica,
         move |shutdown| async move {
             shutdown.cancelled().await;
             stopped_tx
@@ -96,7 +96,7 @@ async fn a_failing_runnable_stops_the_others_and_is_named_in_the_error() {
                 .map_err(|()| "the test went away".into())
         },
     ));
-    manager.add(runnable_fn("broken", false, |_| async {
+    manager.add(runnable_fn("broken", RunsOn::EveryReplica, |_| async {
         Err::<(), BoxError>("disk on fire".into())
     }));
     let outcome = tokio::time::timeout(Duration::from_secs(10), manager.run())
@@ -117,7 +117,7 @@ async fn a_failing_runnable_stops_the_others_and_is_named_in_the_error() {
 #[tokio::test]
 async fn a_panicking_runnable_is_reported_by_name() {
     let manager = Manager::new(offline_client(), Config::default());
-    manager.add(runnable_fn("panicky", false, |_| async {
+    manager.add(runnable_fn("panicky", RunsOn::EveryReplica, |_| async {
         panic!("reconcile bug")
     }));
     let outcome = tokio::time::timeout(Duration::from_secs(10), manager.run())
@@ -133,7 +133,9 @@ async fn a_panicking_runnable_is_reported_by_name() {
 async fn work_that_outlives_the_graceful_timeout_is_cut_off_with_an_error() {
     let config = Config::default().graceful_shutdown_timeout(Duration::from_secs(30));
     let manager = Manager::new(offline_client(), config);
-    manager.add(runnable_fn("stuck", false, |_| futures::future::pending()));
+    manager.add(runnable_fn("stuck", RunsOn::EveryReplica, |_| {
+        futures::future::pending()
+    }));
     manager.shutdown_token().cancel();
     let started = tokio::time::Instant::now();
     let outcome = manager.run().await;
@@ -195,16 +197,22 @@ async fn stopping_a_term_lets_work_finish_until_the_bound_then_aborts_the_rest()
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     Manager::spawn(
         &mut gated,
-        Box::new(runnable_fn("polite", true, move |stop| async move {
-            stop.cancelled().await;
-            tokio::time::sleep(Duration::from_secs(1)).await; // a reconcile in flight
-            done_tx.send(()).map_err(|()| "the test went away".into())
-        })),
+        Box::new(runnable_fn(
+            "polite",
+            RunsOn::Leader,
+            move |stop| async move {
+                stop.cancelled().await;
+                tokio::time::sleep(Duration::from_secs(1)).await; // a reconcile in flight
+                done_tx.send(()).map_err(|()| "the test went away".into())
+            },
+        )),
         token.clone(),
     );
     Manager::spawn(
         &mut gated,
-        Box::new(runnable_fn("deaf", true, |_| futures::future::pending())),
+        Box::new(runnable_fn("deaf", RunsOn::Leader, |_| {
+            futures::future::pending()
+        })),
         token.clone(),
     );
     tokio::task::yield_now().await;
