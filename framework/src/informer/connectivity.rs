@@ -189,37 +189,6 @@ pub(crate) fn is_unreachable_in(err: &(dyn std::error::Error + 'static)) -> bool
     false
 }
 
-/// `err` on one line: an answer of the server as its code, reason and message (`401
-/// Unauthorized`), not kube's dump of the whole status; any other error with its causes.
-pub(crate) fn describe(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) => {
-            let mut text = format!("{} {}", status.code, status.reason);
-            if !status.message.is_empty() && status.message != status.reason {
-                text.push_str(": ");
-                text.push_str(&status.message);
-            }
-            text.replace('\n', " ")
-        }
-        other => with_causes(other),
-    }
-}
-
-/// `err` with its causes, `outer: inner: innermost`, on one line.
-pub(crate) fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text.replace('\n', " ")
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -387,22 +356,6 @@ mod tests {
             waiter.await.expect("the wait does not panic");
         }
         assert_eq!(*counts.0.lock(), [WAITERS as u64]);
-    }
-
-    #[test]
-    fn an_answer_of_the_server_is_its_code_and_reason_on_one_line() {
-        let mut status = kube::core::Status::failure("Unauthorized", "Unauthorized");
-        status.code = 401;
-        let unauthorized = kube::Error::Api(Box::new(status));
-        assert_eq!(describe(&unauthorized), "401 Unauthorized");
-        let mut status =
-            kube::core::Status::failure("leases is forbidden: User \"x\"", "Forbidden");
-        status.code = 403;
-        let forbidden = kube::Error::Api(Box::new(status));
-        assert_eq!(
-            describe(&forbidden),
-            "403 Forbidden: leases is forbidden: User \"x\""
-        );
     }
 
     #[test]

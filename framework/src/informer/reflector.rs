@@ -145,7 +145,7 @@ where
                 }
                 WatchEnd::Refused(err) if self.config.watch_list == WatchList::Auto => {
                     if self.progress.refuse_streaming() {
-                        let error = connectivity::describe(&err);
+                        let error = crate::error::chain(&err);
                         tracing::info!(url = self.request.url_path, %error, "the server does not serve streaming lists; listing in pages from now on");
                     }
                 }
@@ -178,11 +178,11 @@ where
         if connectivity::is_unreachable(err) {
             self.config.connectivity.failed(
                 &self.request.url_path,
-                &connectivity::with_causes(err),
+                &crate::error::chain(err),
                 delay,
             );
         } else {
-            let error = connectivity::describe(err);
+            let error = crate::error::chain(err);
             tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");
         }
         tokio::time::sleep(delay).await;
