@@ -86,23 +86,20 @@ impl<K: Cacheable> Controller<K> {
         // lock: the handler turns a change into a key for the queue, after the predicate.
         let registration = informer.add_change_handler(
             change_fns()
-                .on_add(move |obj: Arc<K>, hints: Hints| {
+                .on_add(move |_: Arc<K>, hints: Hints| {
                     // Objects of the initial list wait behind live changes (with aging).
                     let priority = if hints.listed {
                         Priority::LOW
                     } else {
                         Priority::default()
                     };
-                    on_add.add_with(
-                        ObjectKey::of(obj.as_ref()),
-                        AddOptions::new().priority(priority),
-                    );
+                    on_add.add_with(hints.key, AddOptions::new().priority(priority));
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
                     if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
                         return;
                     }
-                    let key = ObjectKey::of(new.as_ref());
+                    let key = hints.key;
                     if Arc::ptr_eq(&old, &new) {
                         // A resync waits behind live changes.
                         on_update.add_with(key, AddOptions::new().priority(Priority::LOW));

@@ -90,11 +90,11 @@ fn wire<C: Watchable>(
     let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
     let handler = change_fns()
         .on_add(move |c: Arc<C>, hints: Hints| {
-            observe(&added, c.as_ref(), on_add(&c), hints);
+            observe(&added, c.as_ref(), on_add(&c), &hints);
         })
         .on_update(move |old: Arc<C>, new: Arc<C>, hints: Hints| {
             let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
-            observe(&updated, new.as_ref(), keys, hints);
+            observe(&updated, new.as_ref(), keys, &hints);
         })
         .on_delete(move |deleted| {
             for key in on_delete(deleted.object()) {
@@ -105,7 +105,7 @@ fn wire<C: Watchable>(
 }
 
 /// Hands a change of `c` that would trigger `keys` to the own-writes filter.
-fn observe<C: Watchable>(own_writes: &OwnWrites, c: &C, keys: Vec<ObjectKey>, hints: Hints) {
+fn observe<C: Watchable>(own_writes: &OwnWrites, c: &C, keys: Vec<ObjectKey>, hints: &Hints) {
     if hints.coalesced {
         own_writes.trigger_coalesced(&target(c), c.meta(), keys);
     } else {

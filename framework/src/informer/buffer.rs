@@ -27,6 +27,8 @@ pub(crate) enum Pending<K> {
 /// of how it came about.
 #[derive(Debug)]
 pub(crate) struct Popped<K> {
+    /// The object's key, computed once when the change was stored.
+    pub(crate) key: ObjectKey,
     /// What changed.
     pub(crate) change: Pending<K>,
     /// It stands for several changes of its object: the states between were never handed out
@@ -62,12 +64,12 @@ impl<K: Resource> Buffer<K> {
         self.pending.is_empty()
     }
 
-    /// Merges `change` into what is pending for its object; `listed` if it was stored before
-    /// the informer's first complete list.
-    pub(crate) fn push(&mut self, change: Change<K>, listed: bool) {
-        let key = change.key();
+    /// Merges `change` of the object `key` into what is pending for it; `listed` if it was
+    /// stored before the informer's first complete list.
+    pub(crate) fn push(&mut self, key: ObjectKey, change: Change<K>, listed: bool) {
         if let Some(before) = self.pending.remove(&key) {
             let merged = Popped {
+                key: key.clone(),
                 change: merge(before.change, change),
                 coalesced: true,
                 listed: before.listed && listed,
@@ -76,6 +78,7 @@ impl<K: Resource> Buffer<K> {
         } else {
             self.order.push_back(key.clone());
             let first = Popped {
+                key: key.clone(),
                 change: Pending::from(change),
                 coalesced: false,
                 listed,
@@ -93,14 +96,13 @@ impl<K: Resource> Buffer<K> {
                 old: Arc::clone(obj),
                 new: Arc::clone(obj),
             };
-            self.pending.insert(
-                key,
-                Popped {
-                    change: resync,
-                    coalesced: false,
-                    listed: false,
-                },
-            );
+            let popped = Popped {
+                key: key.clone(),
+                change: resync,
+                coalesced: false,
+                listed: false,
+            };
+            self.pending.insert(key, popped);
         }
     }
 
@@ -179,6 +181,10 @@ mod tests {
         })
     }
 
+    fn push(buffer: &mut Buffer<ConfigMap>, change: Change<ConfigMap>, listed: bool) {
+        buffer.push(change.key(), change, listed);
+    }
+
     fn rv(obj: &ConfigMap) -> &str {
         obj.metadata.resource_version.as_deref().unwrap_or_default()
     }
@@ -187,7 +193,8 @@ mod tests {
     fn updates_coalesce_into_the_oldest_old_state_and_the_newest_new_state() {
         let mut buffer = Buffer::new();
         for i in 1..=10 {
-            buffer.push(
+            push(
+                &mut buffer,
                 Change::Updated {
                     old: cm("a", i),
                     new: cm("a", i + 1),
@@ -206,16 +213,21 @@ mod tests {
     #[test]
     fn an_object_added_and_deleted_before_delivery_is_never_mentioned() {
         let mut buffer = Buffer::new();
-        buffer.push(Change::Added(cm("a", 1)), false);
-        buffer.push(
+        push(&mut buffer, Change::Added(cm("a", 1)), false);
+        push(
+            &mut buffer,
             Change::Updated {
                 old: cm("a", 1),
                 new: cm("a", 2),
             },
             false,
         );
-        buffer.push(Change::Deleted(Deleted::Final(cm("a", 3))), false);
-        buffer.push(Change::Added(cm("b", 4)), false);
+        push(
+            &mut buffer,
+            Change::Deleted(Deleted::Final(cm("a", 3))),
+            false,
+        );
+        push(&mut buffer, Change::Added(cm("b", 4)), false);
         assert!(
             matches!(buffer.pop().map(|p| p.change), Some(Pending::Added(b)) if b.metadata.name.as_deref() == Some("b"))
         );
@@ -225,8 +237,12 @@ mod tests {
     #[test]
     fn a_delete_then_recreate_is_delivered_as_both_and_resync_never_overrides_a_pending_change() {
         let mut buffer = Buffer::new();
-        buffer.push(Change::Deleted(Deleted::Final(cm("a", 2))), false);
-        buffer.push(Change::Added(cm("a", 3)), false);
+        push(
+            &mut buffer,
+            Change::Deleted(Deleted::Final(cm("a", 2))),
+            false,
+        );
+        push(&mut buffer, Change::Added(cm("a", 3)), false);
         buffer.push_resync(&cm("a", 3));
         buffer.push_resync(&cm("b", 1));
         assert_eq!(buffer.len(), 2);
@@ -246,7 +262,8 @@ mod tests {
         let mut buffer = Buffer::new();
         for i in 0..100_000_u64 {
             let name = format!("cm-{}", i % 100);
-            buffer.push(
+            push(
+                &mut buffer,
                 Change::Updated {
                     old: cm(&name, i),
                     new: cm(&name, i + 1),
@@ -262,7 +279,7 @@ mod tests {
     fn a_drained_burst_gives_its_room_back_and_the_buffer_still_works() {
         let mut buffer = Buffer::new();
         for i in 0..10_000 {
-            buffer.push(Change::Added(cm(&format!("cm-{i}"), 1)), false);
+            push(&mut buffer, Change::Added(cm(&format!("cm-{i}"), 1)), false);
         }
         let mut popped = 0;
         while buffer.pop().is_some() {
@@ -274,7 +291,7 @@ mod tests {
             buffer.pending.capacity() <= 2 * spare_capacity::KEPT
                 && buffer.order.capacity() <= 2 * spare_capacity::KEPT
         );
-        buffer.push(Change::Added(cm("again", 2)), false);
+        push(&mut buffer, Change::Added(cm("again", 2)), false);
         assert!(
             matches!(buffer.pop().map(|p| p.change), Some(Pending::Added(obj)) if rv(&obj) == "2")
         );
@@ -283,9 +300,10 @@ mod tests {
     #[test]
     fn a_change_says_whether_it_stands_for_several_and_whether_all_came_from_the_first_list() {
         let mut buffer = Buffer::new();
-        buffer.push(Change::Added(cm("listed", 1)), true);
-        buffer.push(Change::Added(cm("listed-then-live", 2)), true);
-        buffer.push(
+        push(&mut buffer, Change::Added(cm("listed", 1)), true);
+        push(&mut buffer, Change::Added(cm("listed-then-live", 2)), true);
+        push(
+            &mut buffer,
             Change::Updated {
                 old: cm("listed-then-live", 2),
                 new: cm("listed-then-live", 3),

@@ -6,14 +6,10 @@ use std::sync::Arc;
 use kube::Resource;
 use parking_lot::Mutex;
 
-use super::buffer::{Buffer, Popped};
+use super::buffer::Buffer;
 use super::listener::Listener;
 use super::progress::Progress;
-use crate::cache::{self, Change, Store, Writer};
-
-/// The most changes a handler's task takes from its buffer at once: the rest stay in the buffer,
-/// where later changes of the same objects coalesce with them.
-const BATCH: usize = 64;
+use crate::cache::{self, Change, ObjectKey, Store, Writer};
 
 /// Stores what the reflector sends and buffers each resulting change for every handler.
 ///
@@ -88,7 +84,7 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         let mut buffer = Buffer::new();
         let listed = !self.progress.is_listed();
         for obj in self.store.list() {
-            buffer.push(Change::Added(obj), listed);
+            buffer.push(ObjectKey::of(obj.as_ref()), Change::Added(obj), listed);
         }
         handlers.push(Slot {
             listener: Arc::clone(listener),
@@ -145,19 +141,25 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
     }
 
     /// Delivers `listener`'s changes, in order, until it is stopped: the handler's own task,
-    /// so a slow handler delays only itself. Each change costs one unit of tokio's cooperative
-    /// budget, so a long backlog gives the thread up now and then.
+    /// so a slow handler delays only itself. It takes the whole buffer at once, swapping in the
+    /// empty one it drained last (the lock is held for the swap alone), then hands the changes
+    /// over outside the lock, one unit of tokio's cooperative budget each, so a long backlog
+    /// gives the thread up now and then. Changes arriving meanwhile coalesce in the swapped-in
+    /// buffer.
     pub(crate) async fn deliver(&self, listener: &Listener<K>) {
+        let mut taken = Buffer::new();
         loop {
-            let batch = self.take(listener);
-            if batch.is_empty() {
+            if !self.swap(listener, &mut taken) {
+                return;
+            }
+            if taken.is_empty() {
                 if listener.is_stopped() {
                     return;
                 }
                 listener.ready().await;
                 continue;
             }
-            for popped in batch {
+            while let Some(popped) = taken.pop() {
                 if listener.is_stopped() {
                     return;
                 }
@@ -200,18 +202,18 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         }
     }
 
-    /// Up to [`BATCH`] of `listener`'s pending changes, oldest first.
-    fn take(&self, listener: &Listener<K>) -> Vec<Popped<K>> {
+    /// Swaps `listener`'s buffer with `drained` (empty); `false` if it is not a handler (any
+    /// more).
+    fn swap(&self, listener: &Listener<K>, drained: &mut Buffer<K>) -> bool {
         let mut handlers = self.handlers.lock();
         let Some(slot) = handlers
             .iter_mut()
             .find(|slot| std::ptr::eq(Arc::as_ptr(&slot.listener), listener))
         else {
-            return Vec::new();
+            return false;
         };
-        std::iter::from_fn(|| slot.buffer.pop())
-            .take(BATCH)
-            .collect()
+        std::mem::swap(&mut slot.buffer, drained);
+        true
     }
 
     /// Buffers `change` for every handler; the handlers whose buffers were empty, to wake once
@@ -224,11 +226,13 @@ impl<K: Resource + Send + Sync + 'static> FanOut<K> {
         let listed = !self.progress.is_listed();
         let mut woken = Vec::new();
         for change in change {
+            // One key for every handler's buffer, computed once.
+            let key = change.key();
             for slot in handlers.iter_mut() {
                 if slot.buffer.is_empty() {
                     woken.push(Arc::clone(&slot.listener));
                 }
-                slot.buffer.push(change.clone(), listed);
+                slot.buffer.push(key.clone(), change.clone(), listed);
             }
         }
         woken

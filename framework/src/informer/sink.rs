@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use super::EventHandler;
 use super::buffer::{Pending, Popped};
-use crate::cache::Deleted;
+use crate::cache::{Deleted, ObjectKey};
 
 /// How a change delivered to one of the framework's own handlers came about.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Hints {
+    /// The object's key, computed once when the change was stored.
+    pub(crate) key: ObjectKey,
     /// It stands for several changes of its object, some never delivered.
     pub(crate) coalesced: bool,
     /// Every change in it was stored before the informer's first complete list.
@@ -104,6 +106,7 @@ impl<K> ChangeFns<K> {
 impl<K: Send + Sync + 'static> Sink<K> for ChangeFns<K> {
     fn deliver(&self, popped: Popped<K>) {
         let hints = Hints {
+            key: popped.key,
             coalesced: popped.coalesced,
             listed: popped.listed,
         };
