@@ -18,8 +18,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-#[cfg(feature = "tls")]
 use crate::error::chain;
+#[cfg(feature = "tls")]
 use crate::metrics::auth::{Decision, Guard};
 
 /// A named probe: `Ok` when healthy (or ready), `Err(reason)` otherwise.
