@@ -42,7 +42,8 @@ pub(crate) fn lib_rs(project: &Project) -> String {
     module(&mut out, "webhook", "The admission webhooks.", &webhooks);
 
     out.push_str("\n/// Adds every controller and webhook of the operator to `manager`.\n");
-    out.push_str("pub fn register(manager: &Manager) {\n");
+    out.push_str("///\n/// # Errors\n/// What [`Manager::add`] refuses, e.g. two controllers of one name.\n");
+    out.push_str("pub fn register(manager: &Manager) -> Result<(), kubeward::manager::Error> {\n");
     if project.apis.is_empty() && project.controllers.is_empty() {
         out.push_str("    let _ = manager; // `cargo kubeward create api` adds controllers here\n");
     }
@@ -50,13 +51,13 @@ pub(crate) fn lib_rs(project: &Project) -> String {
         let (m, k) = (api.module(), &api.name);
         let _ = writeln!(
             out,
-            "    manager.add(api::{m}::{k}::controller(controller::{m}::{k}Reconciler));"
+            "    manager.add(api::{m}::{k}::controller(controller::{m}::{k}Reconciler))?;"
         );
     }
     for c in &project.controllers {
         let _ = writeln!(
             out,
-            "    manager.add(controller::{}::controller());",
+            "    manager.add(controller::{}::controller())?;",
             c.module()
         );
     }
@@ -65,23 +66,23 @@ pub(crate) fn lib_rs(project: &Project) -> String {
         if w.validation {
             let _ = writeln!(
                 out,
-                "    manager.add_validator::<api::{m}::{k}>(webhook::{m}::{k}Validator);"
+                "    manager.add_validator::<api::{m}::{k}>(webhook::{m}::{k}Validator)?;"
             );
         }
         if w.defaulting {
             let _ = writeln!(
                 out,
-                "    manager.add_defaulter::<api::{m}::{k}>(webhook::{m}::{k}Defaulter);"
+                "    manager.add_defaulter::<api::{m}::{k}>(webhook::{m}::{k}Defaulter)?;"
             );
         }
         if w.conversion {
             let _ = writeln!(
                 out,
-                "    manager.add_conversion(api::{m}::{k}::converter());"
+                "    manager.add_conversion(api::{m}::{k}::converter())?;"
             );
         }
     }
-    out.push_str("}\n\n/// The CustomResourceDefinitions of the operator's custom resources.\n");
+    out.push_str("    Ok(())\n}\n\n/// The CustomResourceDefinitions of the operator's custom resources.\n");
     out.push_str("#[must_use]\npub fn crds() -> Vec<CustomResourceDefinition> {\n");
     if project.apis.is_empty() {
         out.push_str("    Vec::new()\n");

@@ -32,7 +32,7 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let manager = Manager::from_args("Labels every ConfigMap").await?; // --leader-elect, ...
-//!     manager.add(Controller::new(Labeller).concurrency(4));
+//!     manager.add(Controller::new(Labeller).concurrency(4))?;
 //!     manager.run().await?; // until SIGTERM, or until leadership is lost
 //!     Ok(())
 //! }
@@ -82,6 +82,7 @@
 //! | [`informer`] | reflectors listing and watching into stores, handlers fanned out, the shared [`informer::Factory`] |
 //! | [`queue`] | the rate-limited work queue that deduplicates keys |
 //! | [`metrics`], [`events`] | Prometheus families of informers, queues and controllers; the Event recorder |
+//! | `client` | the manager's client: kube's stack over HTTP/2 with connection health checks, its requests counted |
 //! | `webhook` | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller (feature `webhooks`) |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
 //! | `manifests` | the chart's files from the controllers' CRDs and rules (the `crd` and `manifests` commands write them) |
@@ -97,6 +98,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod cache;
+mod client;
 pub mod controller;
 pub mod conversion;
 pub mod crd;

@@ -156,7 +156,7 @@ fn versions(c: &Checked) -> (TokenStream, TokenStream) {
     let converter = quote! {
         /// Converts between this version, the hub and storage version, and the versions
         /// `#[controller(versions(...))]` names, each through its `Convertible` implementation;
-        /// serve it with `manager.add_conversion(Kind::converter())`.
+        /// serve it with `manager.add_conversion(Kind::converter())?`.
         #[must_use]
         pub fn converter() -> #krate::conversion::Converter {
             #krate::conversion::Converter::with_hub::<#kind>()

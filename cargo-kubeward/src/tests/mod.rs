@@ -75,7 +75,7 @@ fn init_makes_the_project_and_every_file_is_rendered() -> anyhow::Result<()> {
         files["Cargo.toml"].contains("kubeward = \"0.1\""),
         "released kubeward by default"
     );
-    assert!(files["src/main.rs"].contains("memo_operator::register(&manager);"));
+    assert!(files["src/main.rs"].contains("memo_operator::register(&manager)?;"));
     assert!(files.values().all(|f| !f.contains("@@")));
     Ok(())
 }
@@ -208,10 +208,10 @@ fn create_webhook_turns_on_the_feature_and_the_chart_values() -> anyhow::Result<
     );
     let lib = &files["src/lib.rs"];
     assert!(
-        lib.contains("manager.add_validator::<api::memo::Memo>(webhook::memo::MemoValidator);")
+        lib.contains("manager.add_validator::<api::memo::Memo>(webhook::memo::MemoValidator)?;")
     );
     assert!(
-        lib.contains("manager.add_defaulter::<api::memo::Memo>(webhook::memo::MemoDefaulter);")
+        lib.contains("manager.add_defaulter::<api::memo::Memo>(webhook::memo::MemoDefaulter)?;")
     );
     assert!(files["tests/integration/main.rs"].contains("\"--webhook-port\", \"0\""));
     let error = cargo_kubeward(&root, "create webhook --kind Memo --conversion").unwrap_err();
@@ -250,7 +250,7 @@ fn a_second_version_is_converted_to_the_first_by_the_conversion_webhook() -> any
         "{error}"
     );
     let files = snapshot(&root);
-    assert!(files["src/lib.rs"].contains("manager.add_conversion(api::memo::Memo::converter());"));
+    assert!(files["src/lib.rs"].contains("manager.add_conversion(api::memo::Memo::converter())?;"));
     assert!(
         !files.contains_key("src/webhook/memo.rs"),
         "no admission webhook was asked for"
@@ -272,7 +272,7 @@ fn a_controller_of_an_existing_kind_names_its_k8s_openapi_type() -> anyhow::Resu
         files["src/controller/deployment.rs"]
             .contains("use k8s_openapi::api::apps::v1::Deployment;")
     );
-    assert!(files["src/lib.rs"].contains("manager.add(controller::deployment::controller());"));
+    assert!(files["src/lib.rs"].contains("manager.add(controller::deployment::controller())?;"));
     assert!(!files.contains_key("src/api/deployment.rs"));
     Ok(())
 }

@@ -67,7 +67,7 @@ pub fn child() -> anyhow::Result<()> {
     runtime.block_on(async {
         let manager =
             Manager::from_args("Burns CPU in each reconcile, for the sharding benchmark").await?;
-        manager.add(Controller::new(Burner).name(RING));
+        manager.add(Controller::new(Burner).name(RING))?;
         Ok(manager.run().await?)
     })
 }

@@ -13,7 +13,7 @@ use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward: turns ConfigMapGenerators into ConfigMaps";
     let manager = Manager::from_args(about).await?;
-    manager.add(ConfigMapGenerator::controller(Generator));
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?) // or, for `crd` and `manifests`, print or write them and return
 }
 // ANCHOR_END: main

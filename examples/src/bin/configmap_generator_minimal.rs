@@ -29,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
         .metrics_bind_address(everywhere(8080))
         .health_probe_bind_address(everywhere(8081))
         .leader_election(Some(election));
-    let manager = Manager::with_client_config(kube::Config::infer().await?, config)?;
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(kube::Config::infer().await?, config)?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?)
 }

@@ -15,11 +15,11 @@ use kubeward_examples::webhooks::{ContentLimit, TeamLabel};
 async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward, with a validating and a defaulting webhook";
     let manager = Manager::from_args(about).await?;
-    manager.add(ConfigMapGenerator::controller(Generator));
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     // ANCHOR: webhooks
-    manager.add_validator::<ConfigMapGenerator>(ContentLimit);
-    manager.add_defaulter::<ConfigMapGenerator>(TeamLabel);
-    manager.add_conversion(ConfigMapGenerator::converter()); // v1alpha1 <-> v1
+    manager.add_validator::<ConfigMapGenerator>(ContentLimit)?;
+    manager.add_defaulter::<ConfigMapGenerator>(TeamLabel)?;
+    manager.add_conversion(ConfigMapGenerator::converter())?; // v1alpha1 <-> v1
     // ANCHOR_END: webhooks
     Ok(manager.run().await?)
 }

@@ -129,8 +129,8 @@ fn start_operator(cp: &ControlPlane, shard: Option<String>) -> anyhow::Result<Re
         .shard(shard.map(|id| Shard::new(RING, id).namespace(Some(RELEASE_NAMESPACE.into()))));
     // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
     let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
-    let manager = Manager::new(client, config);
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(client, config)?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager

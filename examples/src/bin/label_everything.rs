@@ -25,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let manager = Manager::from_flags(&args.flags).await?;
     let (resource, capabilities) = discover(&manager.client(), &args.kind).await?;
-    manager.add(controller(&resource, &capabilities));
+    manager.add(controller(&resource, &capabilities))?;
     Ok(manager.run().await?)
 }
 // ANCHOR_END: main

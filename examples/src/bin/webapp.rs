@@ -8,7 +8,7 @@ use kubeward_examples::webapp::{WebApp, WebApps};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let manager = Manager::from_args("Serves a web application per WebApp").await?;
-    manager.add(WebApp::controller(WebApps));
+    manager.add(WebApp::controller(WebApps))?;
     Ok(manager.run().await?)
 }
 // ANCHOR_END: main

@@ -66,8 +66,8 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     let manager = Manager::new(
         cp.client(),
         Config::default().cache(CacheScope::default().namespaces([ns.clone()])),
-    );
-    manager.add(WebApp::controller(WebApps));
+    )?;
+    manager.add(WebApp::controller(WebApps))?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -11,7 +11,7 @@ use kubeward::manager::Manager;
 async fn main() -> anyhow::Result<()> {
     // --metrics-bind-address, --leader-elect, ..., and the `crd` and `manifests` subcommands
     let manager = Manager::from_args("Counts down Countdown custom resources").await?;
-    manager.add(Countdown::controller(Timer));
+    manager.add(Countdown::controller(Timer))?;
     manager.run().await?; // until SIGTERM, or until leadership is lost
     Ok(())
 }

@@ -126,8 +126,8 @@ async fn kubeward(cp: &ControlPlane) -> anyhow::Result<Vec<Duration>> {
     let manager = Manager::new(
         client,
         Config::default().cache(CacheScope::default().namespaces([NS])),
-    );
-    manager.add(Controller::new(Recorder(Arc::clone(&starts))).concurrency(1));
+    )?;
+    manager.add(Controller::new(Recorder(Arc::clone(&starts))).concurrency(1))?;
     let stop = manager.shutdown_token();
     let running = tokio::spawn(manager.run());
     let spans = drive(cp, &arrivals, &starts).await;

@@ -93,9 +93,9 @@ async fn kubeward(cp: &ControlPlane, n: usize) -> anyhow::Result<Cost> {
     let manager = Manager::new(
         cp.client(),
         Config::default().cache(CacheScope::default().namespaces([SMALL_NS])),
-    );
+    )?;
     for i in 0..n {
-        manager.add(Controller::new(Noop(Arc::clone(&count))).name(format!("noop-{i}")));
+        manager.add(Controller::new(Noop(Arc::clone(&count))).name(format!("noop-{i}")))?;
     }
     let stop = manager.shutdown_token();
     let running = tokio::spawn(manager.run());

@@ -217,8 +217,11 @@ fn start_ours(
     slots: u16,
     with: impl FnOnce(Controller<ConfigMap>) -> Controller<ConfigMap>,
 ) -> Stop {
-    let manager = Manager::new(fake.client(), Config::default());
-    manager.add(with(Controller::new(Ours(load)).concurrency(slots)));
+    let manager = Manager::new(fake.client(), Config::default())
+        .expect("a manager builds for a client given");
+    manager
+        .add(with(Controller::new(Ours(load)).concurrency(slots)))
+        .expect("the manager takes it");
     let token = manager.shutdown_token();
     let tasks_before = live_tasks();
     tokio::spawn(manager.run());

@@ -105,8 +105,8 @@ async fn start_kubeward(dir: &std::path::Path) -> anyhow::Result<SocketAddr> {
         .local_addr()?
         .port();
     let config = webhook::Config::default().port(port).cert_dir(dir);
-    let manager = Manager::new(client, Config::default().webhook(config));
-    manager.add_validator::<ConfigMap>(Noop);
+    let manager = Manager::new(client, Config::default().webhook(config))?;
+    manager.add_validator::<ConfigMap>(Noop)?;
     tokio::spawn(manager.run());
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     client::wait_listening(addr).await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[cfg(feature = "sharding")]
 use super::Shard;
-use super::transport::HealthChecks;
+use crate::client::HealthChecks;
 use crate::informer::CacheScope;
 #[cfg(feature = "webhooks")]
 use crate::webhook;
@@ -130,7 +130,7 @@ impl Default for Config {
 }
 
 impl Config {
-    /// How the client the manager builds ([`Manager::with_client_config`](super::Manager::with_client_config))
+    /// How the client the manager builds ([`Manager::new`](super::Manager::new) with a [`kube::Config`])
     /// notices a connection that died without a word: over HTTP/2, a connection that read nothing
     /// for `read_idle_timeout` is pinged and closed when no answer comes within `ping_timeout`,
     /// failing its watches and requests so that they reconnect. The default, client-go's, is
@@ -198,16 +198,10 @@ impl Config {
 
     /// Reconciles at once per controller, for controllers that do not set their own.
     ///
-    /// # Panics
-    /// If `n` is 0, as [`Controller::concurrency`](crate::controller::Controller::concurrency)
-    /// does: a controller without workers would never reconcile anything.
+    /// With 0, [`Manager::add`](super::Manager::add) refuses every controller that sets none of
+    /// its own: a controller without workers would never reconcile anything.
     #[must_use]
-    #[track_caller]
     pub fn max_concurrent_reconciles(mut self, n: u16) -> Self {
-        assert!(
-            n > 0,
-            "max_concurrent_reconciles(0): a controller needs at least one worker"
-        );
         self.max_concurrent_reconciles = n;
         self
     }
@@ -272,9 +266,11 @@ impl Config {
     }
 
     /// The default concurrency of controllers.
+    /// The workers of a controller that sets none; `None` for zero, which no controller can run
+    /// with.
     #[must_use]
-    pub(crate) fn default_concurrency(&self) -> u16 {
-        self.max_concurrent_reconciles
+    pub(crate) fn default_concurrency(&self) -> Option<std::num::NonZeroU16> {
+        std::num::NonZeroU16::new(self.max_concurrent_reconciles)
     }
 }
 
@@ -290,7 +286,7 @@ mod tests {
     -> anyhow::Result<()> {
         let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
         let compact = informer::Config::default().compact(16);
-        let manager = Manager::new(client.clone(), Config::default().informers(compact));
+        let manager = Manager::new(client.clone(), Config::default().informers(compact))?;
         assert!(
             manager
                 .factory()
@@ -298,7 +294,7 @@ mod tests {
                 .store()
                 .is_compact()
         );
-        let default = Manager::new(client.clone(), Config::default());
+        let default = Manager::new(client.clone(), Config::default())?;
         assert!(
             !default
                 .factory()
@@ -307,11 +303,5 @@ mod tests {
                 .is_compact()
         );
         Ok(())
-    }
-
-    #[test]
-    #[should_panic(expected = "max_concurrent_reconciles(0)")]
-    fn a_default_concurrency_of_zero_panics_where_it_is_set() {
-        let _ = Config::default().max_concurrent_reconciles(0);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxError, IntoRunnable, Manager, Runnable};
+use super::{BoxError, Error, IntoRunnable, Manager, Result, Runnable};
 use crate::controller::{Bound, Cluster, Controller};
 use crate::informer::Cacheable;
 
@@ -17,22 +17,25 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
     /// # Panics
     /// If another controller of this manager has the same name (names label metrics and
     /// Events, so two controllers sharing one could not be told apart).
-    #[track_caller]
-    fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
+    fn into_runnable(self, manager: &Manager) -> Result<Box<dyn Runnable>> {
         let name = self.resolved_name();
-        assert!(
-            manager.claim_controller_name(&name),
-            "another controller of this manager is already named {name:?}; give each a unique \
-             name with Controller::name"
-        );
         let mut controller = self;
-        manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
         if !controller.has_concurrency() {
-            controller = controller.concurrency(manager.config().default_concurrency());
+            let Some(workers) = manager.config().default_concurrency() else {
+                return Err(Error::InvalidController {
+                    name,
+                    reason: "Config::max_concurrent_reconciles(0): a controller needs at least \
+                             one worker"
+                        .to_owned(),
+                });
+            };
+            controller = controller.concurrency(workers.get());
         }
+        manager.claim_controller_name(&name)?;
+        manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
         #[cfg(feature = "sharding")]
         let controller = match manager.run_in_ring(controller, &name) {
-            Ok(member) => return member,
+            Ok(member) => return Ok(member),
             Err(unsharded) => unsharded,
         };
         let cluster = Cluster::new(Arc::clone(manager.factory()))
@@ -40,7 +43,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             .metrics(manager.metrics().clone());
         let bound = controller.bind(&cluster);
         manager.add_cache_readiness(&bound);
-        Box::new(ControllerRunnable(bound))
+        Ok(Box::new(ControllerRunnable(bound)))
     }
 }
 
@@ -90,40 +93,71 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use crate::controller::Controller;
-    use crate::manager::{Config, Manager};
+    use crate::manager::{Config, Error, Manager};
     use crate::testing::NoopReconciler as Nothing;
 
-    fn manager() -> Manager {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
-        let client = kube::Client::try_from(config).expect("a plain HTTP config builds a client");
-        Manager::new(client, Config::default())
+    fn manager(config: Config) -> Manager {
+        let url = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        let client = kube::Client::try_from(url).expect("a plain HTTP config builds a client");
+        Manager::new(client, config).expect("a client given needs no building")
+    }
+
+    /// The controller named in an [`Error::InvalidController`], and why.
+    fn refused(outcome: crate::manager::Result<()>) -> (String, String) {
+        match outcome {
+            Err(Error::InvalidController { name, reason }) => (name, reason),
+            other => panic!("expected InvalidController, got {other:?}"),
+        }
     }
 
     #[tokio::test]
-    #[should_panic(expected = "already named \"twin\"")]
-    async fn adding_a_second_controller_with_a_taken_name_panics_at_add() {
-        let manager = manager();
-        manager.add(Controller::<ConfigMap>::new(Nothing).name("twin"));
-        manager.add(Controller::<ConfigMap>::new(Nothing).name("twin"));
+    async fn adding_a_second_controller_with_a_taken_name_is_an_error_and_adds_nothing() {
+        let manager = manager(Config::default());
+        manager
+            .add(Controller::<ConfigMap>::new(Nothing).name("twin"))
+            .expect("the first is added");
+        let (name, reason) =
+            refused(manager.add(Controller::<ConfigMap>::new(Nothing).name("twin")));
+        assert_eq!(name, "twin");
+        assert!(reason.contains("Controller::name"), "{reason}");
+        assert_eq!(format!("{manager:?}").matches("\"twin\"").count(), 1);
     }
 
     #[tokio::test]
-    #[should_panic(expected = "already named \"configmap\"")]
-    async fn two_unnamed_controllers_of_one_kind_share_the_default_name_and_panic() {
-        let manager = manager();
-        manager.add(Controller::<ConfigMap>::new(Nothing));
-        manager.add(Controller::<ConfigMap>::new(Nothing));
+    async fn two_unnamed_controllers_of_one_kind_share_the_default_name_and_the_second_is_refused()
+    {
+        let manager = manager(Config::default());
+        assert!(manager.add(Controller::<ConfigMap>::new(Nothing)).is_ok());
+        let (name, _) = refused(manager.add(Controller::<ConfigMap>::new(Nothing)));
+        assert_eq!(name, "configmap");
     }
 
     #[tokio::test]
-    async fn controllers_with_different_names_are_both_added() {
-        let manager = manager();
-        manager.add(Controller::<ConfigMap>::new(Nothing).name("one"));
-        manager.add(Controller::<ConfigMap>::new(Nothing).name("two"));
+    async fn a_default_concurrency_of_zero_refuses_controllers_that_set_none() {
+        let manager = manager(Config::default().max_concurrent_reconciles(0));
+        let (name, reason) =
+            refused(manager.add(Controller::<ConfigMap>::new(Nothing).name("lazy")));
+        assert_eq!(name, "lazy");
+        assert!(reason.contains("max_concurrent_reconciles(0)"), "{reason}");
+        let own = Controller::<ConfigMap>::new(Nothing)
+            .name("busy")
+            .concurrency(2);
+        assert!(
+            manager.add(own).is_ok(),
+            "a controller with its own concurrency needs none"
+        );
+    }
+
+    #[tokio::test]
+    async fn controllers_with_different_names_are_both_added() -> anyhow::Result<()> {
+        let manager = manager(Config::default());
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("one"))?;
+        manager.add(Controller::<ConfigMap>::new(Nothing).name("two"))?;
         let debug = format!("{manager:?}");
         assert!(
             debug.contains("\"one\"") && debug.contains("\"two\""),
             "{debug}"
         );
+        Ok(())
     }
 }

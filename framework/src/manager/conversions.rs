@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     ServiceReference, WebhookClientConfig,
 };
 
-use super::Manager;
+use super::{Manager, Result};
 use crate::conversion::{Converter, answer_body};
 use crate::crd::{CONVERSION_PATH, CustomResourceDefinition};
 use crate::webhook::Route;
@@ -21,13 +21,12 @@ impl Manager {
     /// `Kind::converter()` to add; a second converter of the same CRD is ignored. Like admission
     /// webhooks, conversions are added explicitly: the webhook server needs a certificate.
     ///
-    /// # Panics
-    /// If a route at `/convert` was added with [`Self::add_route`].
-    #[track_caller]
-    pub fn add_conversion(&self, converter: Converter) {
+    /// # Errors
+    /// [`Error::DuplicatePath`] if a route at `/convert` was added with [`Self::add_route`].
+    pub fn add_conversion(&self, converter: Converter) -> Result<()> {
         let mut conversions = self.conversions.lock();
         if conversions.is_empty() {
-            self.claim_path(CONVERSION_PATH);
+            self.claim_path(CONVERSION_PATH)?;
         }
         if conversions
             .iter()
@@ -35,6 +34,7 @@ impl Manager {
         {
             conversions.push(converter);
         }
+        Ok(())
     }
 
     /// The route answering `ConversionReview`s with every converter added, if any.

@@ -9,16 +9,16 @@
 //! manager.add(runnable_fn("heartbeat", RunsOn::EveryReplica, |shutdown| async move {
 //!     shutdown.cancelled().await;
 //!     Ok(())
-//! }));
+//! }))?;
 //! manager.run().await // until SIGTERM or SIGINT
 //! # }
 //! ```
 
 #[cfg(feature = "cli")]
 mod cli;
-mod client;
 mod command;
 mod config;
+mod connection;
 mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
@@ -33,7 +33,6 @@ mod secure_metrics;
 #[cfg(feature = "sharding")]
 mod shard;
 mod shutdown;
-mod transport;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 
@@ -52,6 +51,7 @@ pub use self::cli::WebhookFlags;
 pub use self::cli::{Flags, LogFormat, init_logging};
 pub use self::command::Command;
 pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
+pub use self::connection::Connection;
 pub use self::http::Check;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
 #[cfg(feature = "sharding")]
@@ -81,6 +81,22 @@ pub enum Error {
     /// not load).
     #[error("building the Kubernetes client")]
     ClientConfig(#[source] Box<kube::Error>),
+    /// A controller cannot be added: its name is taken, or its builder was given a value it
+    /// refuses (see [`Controller::check`](crate::controller::Controller::check)).
+    #[error("adding controller {name:?}: {reason}")]
+    InvalidController {
+        /// The controller's name.
+        name: String,
+        /// What is wrong, and how to put it right.
+        reason: String,
+    },
+    /// A webhook, route or conversion was added at a path the webhook server serves already.
+    #[cfg(feature = "webhooks")]
+    #[error("a webhook or route at {path} was added already; each path serves one")]
+    DuplicatePath {
+        /// The path.
+        path: String,
+    },
     /// An endpoint could not bind its address.
     #[error("binding the {what} endpoint to {addr}")]
     Bind {
@@ -230,23 +246,23 @@ impl std::fmt::Debug for Manager {
 }
 
 impl Manager {
-    /// A manager for `client`. Its requests are not counted in the `rest_client_*` families:
-    /// for that, let the manager build the client ([`Self::with_client_config`]).
-    #[must_use]
-    pub fn new(client: Client, config: Config) -> Self {
-        let (registry, metrics) = new_registry();
-        Self::assemble(client, config, registry, metrics)
-    }
-
-    /// A manager with a client it builds for `client_config`, whose requests it counts in
+    /// A manager for a cluster: a [`kube::Client`] you built (its requests are not counted), or
+    /// a [`kube::Config`], from which the manager builds its client over HTTP/2 with connection
+    /// health checks ([`Config::api_health_checks`]), counting its requests in
     /// `rest_client_requests_total` and `rest_client_request_duration_seconds`.
     ///
     /// # Errors
-    /// [`Error::ClientConfig`] when no client can be built for `client_config` (e.g. a TLS
+    /// [`Error::ClientConfig`] when no client can be built for a [`kube::Config`] (e.g. a TLS
     /// setting that does not load).
-    pub fn with_client_config(client_config: kube::Config, config: Config) -> Result<Self> {
+    pub fn new(connection: impl Into<Connection>, config: Config) -> Result<Self> {
         let (registry, metrics) = new_registry();
-        let client = client::build_client(client_config, config.health_checks, &metrics)?;
+        let client = match connection.into() {
+            Connection::Client(client) => client,
+            Connection::Config(client_config) => {
+                crate::client::build_client(*client_config, config.health_checks, &metrics)
+                    .map_err(|e| Error::ClientConfig(Box::new(e)))?
+            }
+        };
         Ok(Self::assemble(client, config, registry, metrics))
     }
 
@@ -333,13 +349,13 @@ impl Manager {
         let config = flags.checked_config()?;
         init_logging(flags.log_format, &flags.log_level)?;
         if let Some(command) = flags.command.as_ref().filter(|c| !c.needs_cluster()) {
-            let mut manager = Self::new(cli::offline_client(), config);
+            let mut manager = Self::new(cli::offline_client(), config)?;
             manager.command = Some(command.clone());
             return Ok(manager);
         }
         let client_config =
             cli::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
-        let mut manager = Self::with_client_config(client_config, config)?;
+        let mut manager = Self::new(client_config, config)?;
         manager.command.clone_from(&flags.command);
         #[cfg(feature = "sharding")]
         manager
@@ -384,19 +400,30 @@ impl Manager {
     /// shared informers now (see [`Controller::bind`](crate::controller::Controller::bind)), so
     /// its caches can fill before it runs.
     ///
-    /// # Panics
-    /// If `component` is a controller named like one added before (see
+    /// # Errors
+    /// [`Error::InvalidController`] for a controller named like one added before (see
     /// [`Controller::name`](crate::controller::Controller::name); two controllers of one kind
-    /// need a name each).
-    #[track_caller]
-    pub fn add(&self, component: impl IntoRunnable) {
-        let runnable = component.into_runnable(self);
+    /// need a name each), or one its builder refused a value for; nothing is added then.
+    pub fn add(&self, component: impl IntoRunnable) -> Result<()> {
+        let runnable = component.into_runnable(self)?;
         self.runnables.lock().push(runnable);
+        Ok(())
     }
 
-    /// Reserves a controller name; false when another controller of this manager has it.
-    pub(crate) fn claim_controller_name(&self, name: &str) -> bool {
-        self.controller_names.lock().insert(name.to_owned())
+    /// Reserves a controller name.
+    ///
+    /// # Errors
+    /// [`Error::InvalidController`] when another controller of this manager has it.
+    pub(crate) fn claim_controller_name(&self, name: &str) -> Result<()> {
+        if self.controller_names.lock().insert(name.to_owned()) {
+            return Ok(());
+        }
+        Err(Error::InvalidController {
+            name: name.to_owned(),
+            reason: "another controller of this manager has this name; give each a name of \
+                     its own with Controller::name"
+                .to_owned(),
+        })
     }
 
     /// Adds a liveness check to `/healthz`.

@@ -45,12 +45,15 @@ pub trait Runnable: Send + 'static {
 /// leadership.
 pub trait IntoRunnable {
     /// Prepares to run under `manager`.
-    fn into_runnable(self, manager: &super::Manager) -> Box<dyn Runnable>;
+    ///
+    /// # Errors
+    /// What [`Manager::add`](super::Manager::add) returns: a mistake in what is added.
+    fn into_runnable(self, manager: &super::Manager) -> super::Result<Box<dyn Runnable>>;
 }
 
 impl<R: Runnable> IntoRunnable for R {
-    fn into_runnable(self, _manager: &super::Manager) -> Box<dyn Runnable> {
-        Box::new(self)
+    fn into_runnable(self, _manager: &super::Manager) -> super::Result<Box<dyn Runnable>> {
+        Ok(Box::new(self))
     }
 }
 

@@ -11,51 +11,53 @@ impl Manager {
     /// Serves `webhook` on the webhook server (see [`webhook`](crate::webhook)), which every
     /// replica runs, leader or not.
     ///
-    /// # Panics
-    /// If a webhook or route with the same path was added before.
-    #[track_caller]
-    pub fn add_webhook(&self, webhook: Admission) {
-        self.claim_path(webhook.path());
+    /// # Errors
+    /// [`Error::DuplicatePath`] if a webhook or route with the same path was added before.
+    pub fn add_webhook(&self, webhook: Admission) -> Result<()> {
+        self.claim_path(webhook.path())?;
         self.webhooks.lock().push(webhook);
+        Ok(())
     }
 
     /// Serves `validator` at `/validate-GROUP-VERSION-KIND` with the defaults of
     /// [`Admission::validator`]; for other settings, [`Self::add_webhook`].
     ///
-    /// # Panics
+    /// # Errors
     /// As [`Self::add_webhook`].
-    #[track_caller]
-    pub fn add_validator<K: Admissible>(&self, validator: impl Validator<K>) {
-        self.add_webhook(Admission::validator(validator));
+    pub fn add_validator<K: Admissible>(&self, validator: impl Validator<K>) -> Result<()> {
+        self.add_webhook(Admission::validator(validator))
     }
 
     /// Serves `defaulter` at `/mutate-GROUP-VERSION-KIND` with the defaults of
     /// [`Admission::defaulter`]; for other settings, [`Self::add_webhook`].
     ///
-    /// # Panics
+    /// # Errors
     /// As [`Self::add_webhook`].
-    #[track_caller]
-    pub fn add_defaulter<K: Admissible>(&self, defaulter: impl Defaulter<K>) {
-        self.add_webhook(Admission::defaulter(defaulter));
+    pub fn add_defaulter<K: Admissible>(&self, defaulter: impl Defaulter<K>) -> Result<()> {
+        self.add_webhook(Admission::defaulter(defaulter))
     }
 
     /// Serves `route` (e.g. a CRD's conversion webhook) on the webhook server.
     ///
-    /// # Panics
+    /// # Errors
     /// As [`Self::add_webhook`].
-    #[track_caller]
-    pub fn add_route(&self, route: Route) {
-        self.claim_path(route.path());
+    pub fn add_route(&self, route: Route) -> Result<()> {
+        self.claim_path(route.path())?;
         self.routes.lock().push(route);
+        Ok(())
     }
 
-    #[track_caller]
-    pub(super) fn claim_path(&self, path: &str) {
-        let mut paths = self.webhook_paths.lock();
-        assert!(
-            paths.insert(path.to_owned()),
-            "a webhook or route at {path} was added twice"
-        );
+    /// Reserves `path` on the webhook server.
+    ///
+    /// # Errors
+    /// [`Error::DuplicatePath`] when a webhook or route has it already.
+    pub(super) fn claim_path(&self, path: &str) -> Result<()> {
+        if self.webhook_paths.lock().insert(path.to_owned()) {
+            return Ok(());
+        }
+        Err(Error::DuplicatePath {
+            path: path.to_owned(),
+        })
     }
 
     /// Where the API server reaches this operator's webhooks, as configured.

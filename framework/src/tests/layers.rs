@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use super::source::library_code;
 
 /// The modules from the bottom layer up.
-const LAYERS: [&str; 16] = [
+const LAYERS: [&str; 17] = [
     "tls",
     "cache",
     "informer",
     "queue",
     "metrics",
+    "client",
     "events",
     "webhook",
     "crd",

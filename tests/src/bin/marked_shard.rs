@@ -108,6 +108,6 @@ async fn main() -> anyhow::Result<()> {
         .name("configmap-generator")
         .owns::<ConfigMap>()
         .predicate(Predicate::generation_changed());
-    manager.add(controller);
+    manager.add(controller)?;
     Ok(manager.run().await?)
 }

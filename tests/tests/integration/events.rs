@@ -354,8 +354,8 @@ async fn a_generator_with_a_250_character_name_can_be_deleted() -> anyhow::Resul
     let cp = ControlPlane::shared().await?;
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("events").await?;
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
-    manager.add(controller_without_macro());
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
+    manager.add(controller_without_macro())?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -174,8 +174,8 @@ async fn kubectl_waits_for_a_good_generator_and_shows_why_a_failing_one_is_not_r
     let cp = ControlPlane::shared().await?;
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace("kubectl-wait").await?;
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -74,8 +74,10 @@ fn start_live_shard(
                 .lease(timings)
                 .dead_lease_ttl(TTL),
         ));
-    let manager = Manager::new(cp.client(), config);
-    manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING));
+    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
+    manager
+        .add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING))
+        .expect("the test manager takes it");
     let token = manager.shutdown_token();
     let registry = manager.registry().clone();
     (token, tokio::spawn(manager.run()), registry)

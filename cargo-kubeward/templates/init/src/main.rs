@@ -8,7 +8,7 @@ async fn main() -> anyhow::Result<()> {
     // --metrics-bind-address, --leader-elect, ..., and the `crd` and `manifests` subcommands
     let manager = Manager::from_args("The @@name@@ operator").await?;
     // Every controller and webhook `cargo kubeward create` made (src/lib.rs).
-    @@crate@@::register(&manager);
+    @@crate@@::register(&manager)?;
     manager.run().await?; // until SIGTERM, or until leadership is lost
     Ok(())
 }

@@ -9,21 +9,24 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use tokio::sync::watch;
 
 use crate::informer::SharedInformer;
-use crate::manager::{Manager, Runnable, RunsOn, runnable_fn};
+use crate::manager::{Error, Manager, Runnable, RunsOn, runnable_fn};
 use crate::sharding::{KindSharder, SharderMetrics, View, watch_ring};
 
 impl Manager {
     /// Adds the assignment webhook of each of `kinds` (once per kind) of `ring`, and returns the
     /// runnable that keeps their view of the ring's shard `leases`, when the webhook server can
     /// serve; else nothing (the sharder alone assigns).
+    ///
+    /// # Errors
+    /// [`Error::DuplicatePath`] when a webhook of yours has an assignment webhook's path.
     pub(in crate::manager) fn assign_at_creation(
         &self,
         ring: &str,
         leases: &SharedInformer<Lease>,
         kinds: &[KindSharder],
-    ) -> Option<Box<dyn Runnable>> {
+    ) -> Result<Option<Box<dyn Runnable>>, Error> {
         if !self.config().webhook.can_serve() {
-            return None;
+            return Ok(None);
         }
         let (tx, rx) = watch::channel(Arc::new(View::default()));
         let namespaces = namespace_selector(self.config().cache_scope().watched_namespaces());
@@ -34,12 +37,12 @@ impl Manager {
         for kind in main.into_iter().chain(owned) {
             if seen.insert(kind.group_kind()) {
                 let webhook = kind.admission(ring, rx.clone(), metrics.clone());
-                self.add_webhook(webhook.namespace_selector(namespaces.clone()));
+                self.add_webhook(webhook.namespace_selector(namespaces.clone()))?;
             }
         }
         let leases = leases.clone();
         let name = format!("shard view {ring}");
-        Some(Box::new(runnable_fn(
+        Ok(Some(Box::new(runnable_fn(
             name,
             RunsOn::EveryReplica,
             move |shutdown| async move {
@@ -53,7 +56,7 @@ impl Manager {
                 watch_ring(leases, tx, None, shutdown).await;
                 Ok(())
             },
-        )))
+        ))))
     }
 }
 

@@ -209,7 +209,7 @@ impl Manager {
             )
             .map_err(|e| Error::InvalidFlags(format!("--shard-ring {}: {e}", shard.ring)))?;
         #[cfg(feature = "webhooks")]
-        let view = self.assign_at_creation(&shard.ring, &leases, &sharding.kinds);
+        let view = self.assign_at_creation(&shard.ring, &leases, &sharding.kinds)?;
         #[cfg(not(feature = "webhooks"))]
         let view = None;
         let sharder = ShardAssigner {

@@ -48,16 +48,19 @@ async fn readyz_turns_unready_at_shutdown_while_work_drains_then_run_returns_ok(
     let config = Config::default()
         .metrics_bind_address(BindAddress::On(addr))
         .health_probe_bind_address(BindAddress::On(addr));
-    let manager = Manager::new(offline_client(), config);
+    let manager =
+        Manager::new(offline_client(), config).expect("a manager builds for a client given");
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-    manager.add(runnable_fn(
-        "slow-drain",
-        RunsOn::EveryReplica,
-        move |shutdown| async move {
-            shutdown.cancelled().await;
-            release_rx.await.map_err(|e| Box::new(e) as BoxError)
-        },
-    ));
+    manager
+        .add(runnable_fn(
+            "slow-drain",
+            RunsOn::EveryReplica,
+            move |shutdown| async move {
+                shutdown.cancelled().await;
+                release_rx.await.map_err(|e| Box::new(e) as BoxError)
+            },
+        ))
+        .expect("the manager takes it");
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 
@@ -84,21 +87,26 @@ async fn readyz_turns_unready_at_shutdown_while_work_drains_then_run_returns_ok(
 
 #[tokio::test]
 async fn a_failing_runnable_stops_the_others_and_is_named_in_the_error() {
-    let manager = Manager::new(offline_client(), Config::default());
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
-    manager.add(runnable_fn(
-        "bystander",
-        RunsOn::EveryReplica,
-        move |shutdown| async move {
-            shutdown.cancelled().await;
-            stopped_tx
-                .send(())
-                .map_err(|()| "the test went away".into())
-        },
-    ));
-    manager.add(runnable_fn("broken", RunsOn::EveryReplica, |_| async {
-        Err::<(), BoxError>("disk on fire".into())
-    }));
+    manager
+        .add(runnable_fn(
+            "bystander",
+            RunsOn::EveryReplica,
+            move |shutdown| async move {
+                shutdown.cancelled().await;
+                stopped_tx
+                    .send(())
+                    .map_err(|()| "the test went away".into())
+            },
+        ))
+        .expect("the manager takes it");
+    manager
+        .add(runnable_fn("broken", RunsOn::EveryReplica, |_| async {
+            Err::<(), BoxError>("disk on fire".into())
+        }))
+        .expect("the manager takes it");
     let outcome = tokio::time::timeout(Duration::from_secs(10), manager.run())
         .await
         .expect("run returns");
@@ -116,10 +124,13 @@ async fn a_failing_runnable_stops_the_others_and_is_named_in_the_error() {
 
 #[tokio::test]
 async fn a_panicking_runnable_is_reported_by_name() {
-    let manager = Manager::new(offline_client(), Config::default());
-    manager.add(runnable_fn("panicky", RunsOn::EveryReplica, |_| async {
-        panic!("reconcile bug")
-    }));
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    manager
+        .add(runnable_fn("panicky", RunsOn::EveryReplica, |_| async {
+            panic!("reconcile bug")
+        }))
+        .expect("the manager takes it");
     let outcome = tokio::time::timeout(Duration::from_secs(10), manager.run())
         .await
         .expect("run returns");
@@ -132,10 +143,13 @@ async fn a_panicking_runnable_is_reported_by_name() {
 #[tokio::test(start_paused = true)]
 async fn work_that_outlives_the_graceful_timeout_is_cut_off_with_an_error() {
     let config = Config::default().graceful_shutdown_timeout(Duration::from_secs(30));
-    let manager = Manager::new(offline_client(), config);
-    manager.add(runnable_fn("stuck", RunsOn::EveryReplica, |_| {
-        futures::future::pending()
-    }));
+    let manager =
+        Manager::new(offline_client(), config).expect("a manager builds for a client given");
+    manager
+        .add(runnable_fn("stuck", RunsOn::EveryReplica, |_| {
+            futures::future::pending()
+        }))
+        .expect("the manager takes it");
     manager.shutdown_token().cancel();
     let started = tokio::time::Instant::now();
     let outcome = manager.run().await;
@@ -191,7 +205,8 @@ async fn work_of_a_lost_term_may_finish_until_the_lease_could_pass_on_and_no_lat
 
 #[tokio::test(start_paused = true)]
 async fn stopping_a_term_lets_work_finish_until_the_bound_then_aborts_the_rest() {
-    let manager = Manager::new(offline_client(), Config::default());
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
     let mut gated = JoinSet::new();
     let token = manager.shutdown.child_token();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -247,7 +262,10 @@ async fn an_address_in_use_is_a_bind_error_naming_the_endpoint() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let addr = taken.local_addr().expect("a bound address");
     let config = Config::default().metrics_bind_address(BindAddress::On(addr));
-    let outcome = Manager::new(offline_client(), config).run().await;
+    let outcome = Manager::new(offline_client(), config)
+        .expect("a manager builds for a client given")
+        .run()
+        .await;
     assert!(
         matches!(outcome, Err(Error::Bind { what: "metrics", addr: a, .. }) if a == addr),
         "{outcome:?}"
@@ -261,7 +279,10 @@ async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not
         .metrics_bind_address(BindAddress::On(addr))
         .health_probe_bind_address(BindAddress::On(addr))
         .metrics_secure(true);
-    let refused = Manager::new(offline_client(), shared).run().await;
+    let refused = Manager::new(offline_client(), shared)
+        .expect("a manager builds for a client given")
+        .run()
+        .await;
     assert!(
         matches!(&refused, Err(Error::InvalidFlags(m)) if m.contains("apart from the plain-HTTP health probes")),
         "{refused:?}"
@@ -271,7 +292,10 @@ async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not
         .metrics_bind_address(BindAddress::On(addr))
         .metrics_secure(true)
         .metrics_cert_dir(Some("/nonexistent/kubeward/metrics-certs".into()));
-    let refused = Manager::new(offline_client(), missing).run().await;
+    let refused = Manager::new(offline_client(), missing)
+        .expect("a manager builds for a client given")
+        .run()
+        .await;
     assert!(
         matches!(&refused, Err(Error::MetricsCertificate(_))),
         "{refused:?}"
@@ -287,8 +311,11 @@ async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
     use crate::testing::NoopReconciler;
 
     let config = Config::default().shard(Some(Shard::new("widgets", "shard-0")));
-    let manager = Manager::new(offline_client(), config);
-    manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring("gadgets"));
+    let manager =
+        Manager::new(offline_client(), config).expect("a manager builds for a client given");
+    manager
+        .add(Controller::<ConfigMap>::new(NoopReconciler).ring("gadgets"))
+        .expect("the manager takes it");
     let run = tokio::time::timeout(Duration::from_secs(10), manager.run()).await;
     let error = run
         .expect("run ends at once")
@@ -313,6 +340,7 @@ async fn an_invalid_cache_selector_stops_run_before_anything_starts_naming_the_s
         .namespaces(["shop"])
         .labels::<Secret>("app in (web");
     let refused = Manager::new(offline_client(), Config::default().cache(scope))
+        .expect("a manager builds for a client given")
         .run()
         .await;
     let Err(error @ Error::Cache(_)) = &refused else {

@@ -105,8 +105,8 @@ async fn the_chart_with_the_tutorial_operators_files_installs_and_grants_it_enou
     )
     .await?;
     let election = LeaderElection::new(&ns, Some(ns.clone()), leader::Config::default());
-    let manager = Manager::new(client, Config::default().leader_election(Some(election)));
-    manager.add(Countdown::controller(Timer));
+    let manager = Manager::new(client, Config::default().leader_election(Some(election)))?;
+    manager.add(Countdown::controller(Timer))?;
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
 

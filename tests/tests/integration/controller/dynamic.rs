@@ -95,9 +95,9 @@ async fn a_controller_over_a_kind_discovered_at_run_time_reconciles_each_of_its_
     assert_eq!(doodads.plural, "doodads", "the plural comes from discovery");
     let ns = cp.create_namespace("dynamic").await?;
 
-    let manager = Manager::new(client.clone(), watching(ns.clone()));
-    manager.add(controller(&doodads, &doodad_caps));
-    manager.add(controller(&globals, &global_caps));
+    let manager = Manager::new(client.clone(), watching(ns.clone()))?;
+    manager.add(controller(&doodads, &doodad_caps))?;
+    manager.add(controller(&globals, &global_caps))?;
     let (token, run) = start(manager);
 
     let namespaced: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &doodads);

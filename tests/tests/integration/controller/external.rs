@@ -47,12 +47,12 @@ async fn keys_sent_on_a_stream_are_reconciled_and_unknown_ones_skipped() -> anyh
 
     let log = Log::default();
     let (keys, stream) = futures::channel::mpsc::unbounded();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     manager.add(
         Controller::new(log.clone())
             .name("external")
             .reconcile_on(stream),
-    );
+    )?;
     let (token, run) = start(manager);
     let timeout = Duration::from_secs(30);
     wait_for(timeout, "both ConfigMaps reconciled once", || async {

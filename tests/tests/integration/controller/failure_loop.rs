@@ -63,8 +63,8 @@ async fn a_failure_loop_writes_one_event_whose_count_rises() -> anyhow::Result<(
             Duration::from_millis(20),
             Duration::from_millis(20),
         ));
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
-    manager.add(controller);
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
+    manager.add(controller)?;
     let (token, run) = start(manager);
 
     let configmaps: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);

@@ -119,7 +119,7 @@ async fn an_invalid_object_gets_ready_false_and_an_event_is_not_retried_and_reco
         .await?;
 
     let creator = Creator::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     // Zero backoff: a retry, if the controller made one, would be queued at once, ahead of any
     // key added later (one worker, first in first out). With the default limiter it would come
     // 5 ms later, and nothing observable could tell it was never coming.
@@ -127,7 +127,7 @@ async fn an_invalid_object_gets_ready_false_and_an_event_is_not_retried_and_reco
         Controller::new(creator.clone())
             .name("failures")
             .rate_limiter(ExponentialBackoff::new(Duration::ZERO, Duration::ZERO)),
-    );
+    )?;
     let registry = manager.registry().clone();
     let (token, run) = start(manager);
 

@@ -121,8 +121,8 @@ async fn operator_checks(client: Client, ns: &str) -> anyhow::Result<()> {
     let manager = Manager::new(
         client.clone(),
         watching(ns.clone()).max_concurrent_reconciles(4),
-    );
-    manager.add(controller_without_macro());
+    )?;
+    manager.add(controller_without_macro())?;
     let (token, run) = start(manager);
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(client.clone(), &ns);
@@ -310,12 +310,12 @@ async fn a_key_is_never_reconciled_twice_at_once_under_a_flood_of_updates() -> a
     create_configmaps(&api, (0..20).map(|i| format!("cm-{i}"))).await?;
 
     let recording = Recording::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     manager.add(
         Controller::new(recording.clone())
             .name("flood")
             .concurrency(8),
-    );
+    )?;
     let (token, run) = start(manager);
 
     for round in 1..=20 {
@@ -443,14 +443,14 @@ async fn failures_back_off_terminal_errors_stop_and_panics_are_retried() -> anyh
     .await?;
 
     let troubled = Troubled::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     let base = Duration::from_millis(50);
     manager.add(
         Controller::new(troubled.clone())
             .name("trouble")
             .concurrency(3)
             .rate_limiter(ExponentialBackoff::new(base, Duration::from_secs(10))),
-    );
+    )?;
     let registry = manager.registry().clone();
     let (token, run) = start(manager);
 

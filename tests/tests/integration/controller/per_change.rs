@@ -89,8 +89,8 @@ async fn a_created_and_an_updated_generator_are_reconciled_once_each() -> anyhow
         .name("configmap-generator")
         .owns::<ConfigMap>()
         .predicate(Predicate::generation_changed());
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
-    manager.add(controller);
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
+    manager.add(controller)?;
     let (token, run) = start(manager);
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);
@@ -199,8 +199,8 @@ async fn without_a_predicate_each_spec_change_is_one_reconcile_whether_it_writes
     let controller = Controller::with_finalizer(judged.clone(), FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
-    manager.add(controller);
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
+    manager.add(controller)?;
     let (token, run) = start(manager);
 
     let generators: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);

@@ -22,8 +22,8 @@ async fn the_example_serves_v1alpha1_generators_as_v1_and_back() -> anyhow::Resu
         .self_signed(true)
         .hosts(["127.0.0.1"])
         .url(format!("https://127.0.0.1:{port}"));
-    let manager = Manager::new(cp.client(), Config::default().webhook(config));
-    manager.add_conversion(ConfigMapGenerator::converter());
+    let manager = Manager::new(cp.client(), Config::default().webhook(config))?;
+    manager.add_conversion(ConfigMapGenerator::converter())?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

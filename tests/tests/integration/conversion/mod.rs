@@ -52,12 +52,12 @@ fn manager(client: Client) -> anyhow::Result<(Manager, u16)> {
         .self_signed(true)
         .hosts(["127.0.0.1"])
         .url(format!("https://127.0.0.1:{port}"));
-    let manager = Manager::new(client, Config::default().webhook(config));
+    let manager = Manager::new(client, Config::default().webhook(config))?;
     manager.add_conversion(
         Converter::with_hub::<v1::Gadget>()
             .spoke::<v1alpha1::Gadget>()
             .build(),
-    );
+    )?;
     Ok((manager, port))
 }
 

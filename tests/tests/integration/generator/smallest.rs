@@ -38,8 +38,8 @@ async fn main() -> anyhow::Result<()> {
         .health_probe_bind_address(address("PROBE_ADDRESS")?)
         .cache(CacheScope::default().namespaces([namespace]))
         .leader_election(Some(election));
-    let manager = Manager::with_client_config(kube::Config::infer().await?, config)?;
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(kube::Config::infer().await?, config)?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?)
 }
 "#;

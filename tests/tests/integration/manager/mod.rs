@@ -89,11 +89,13 @@ fn manager(
     let config = Config::default().leader_election(Some(
         LeaderElection::new(LEASE, Some(ns.to_owned()), timings).on_loss(on_loss),
     ));
-    let manager = Manager::new(client, config);
-    manager.add(Work {
-        replica,
-        workers: Arc::clone(workers),
-    });
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(Work {
+            replica,
+            workers: Arc::clone(workers),
+        })
+        .expect("the test manager takes it");
     manager
 }
 

@@ -111,8 +111,10 @@ fn manager(
     let config = watching(ns.to_owned()).leader_election(Some(
         LeaderElection::new(LEASE_NAME, Some(ns.to_owned()), timings).on_loss(on_loss),
     ));
-    let manager = Manager::new(client, config);
-    manager.add(Controller::<ConfigMap>::new(recorder.clone()).name(CONTROLLER));
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(Controller::<ConfigMap>::new(recorder.clone()).name(CONTROLLER))
+        .expect("the test manager takes it");
     manager
 }
 

@@ -17,7 +17,7 @@ async fn the_managers_client_counts_its_requests_by_code_method_and_host_in_metr
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("rest-client").await?;
     let addr: SocketAddr = free_addr()?;
-    let manager = Manager::with_client_config(
+    let manager = Manager::new(
         cp.config(),
         Config::default().metrics_bind_address(BindAddress::On(addr)),
     )?;

@@ -134,7 +134,7 @@ impl Running {
 fn start_scripted(cp: &ControlPlane, ns: &str, scripted: &Scripted) -> anyhow::Result<Running> {
     let addr = free_addr()?;
     let config = watching(ns.to_owned()).metrics_bind_address(BindAddress::On(addr));
-    let manager = Manager::new(cp.client(), config);
+    let manager = Manager::new(cp.client(), config)?;
     manager.add(
         Controller::new(scripted.clone())
             .name(CONTROLLER)
@@ -143,7 +143,7 @@ fn start_scripted(cp: &ControlPlane, ns: &str, scripted: &Scripted) -> anyhow::R
                 Duration::from_millis(50),
                 Duration::from_secs(1),
             )),
-    );
+    )?;
     Ok(Running::start(manager, addr))
 }
 
@@ -518,9 +518,9 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
             Shard::new("configmap-generator", "prometheus-0").namespace(Some(ns.clone())),
         ));
     // A client the manager builds, as the operator's binary does: its requests are measured.
-    let manager = Manager::with_client_config(cp.config(), config)?;
-    manager.add(ConfigMapGenerator::controller(Generator));
-    manager.add_route(Webhook::route());
+    let manager = Manager::new(cp.config(), config)?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
+    manager.add_route(Webhook::route())?;
     let running = Running::start(manager, addr);
     let prometheus = Prometheus::start(addr).await?;
     webhook.call().await?;

@@ -47,7 +47,7 @@ impl Secure {
             .metrics_secure(true)
             .metrics_cert_dir(Some(certs.path().to_owned()));
         Ok(Self {
-            running: Running::start(Manager::new(client, config), addr),
+            running: Running::start(Manager::new(client, config)?, addr),
             ca_pem: authority.certificate_pem().to_owned(),
             authority,
             certs,
@@ -233,7 +233,7 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
             watching(ns.clone())
                 .metrics_bind_address(BindAddress::On(self_signed_addr))
                 .metrics_secure(true),
-        ),
+        )?,
         self_signed_addr,
     );
     let reader_file = files.path().join("kubeward.token");

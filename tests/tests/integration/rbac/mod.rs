@@ -106,8 +106,8 @@ async fn run_as(
     install_definition::<ConfigMapGenerator>(cp.client()).await?;
     let ns = cp.create_namespace(prefix).await?;
     let client = bind_service_account(cp, &ns, "operator", rules).await?;
-    let manager = Manager::new(client, watching(ns.clone()));
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(client, watching(ns.clone()))?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok((ns, manager))
 }
 

@@ -241,8 +241,11 @@ pub(crate) struct Running {
 impl Running {
     pub(crate) fn start(client: Client, ns: &str) -> Self {
         let kit = Kit::default();
-        let manager = Manager::new(client, watching(ns.to_owned()));
-        manager.add(Controller::new(kit.clone()).owns::<ConfigMap>());
+        let manager = Manager::new(client, watching(ns.to_owned()))
+            .expect("a manager builds for a client given");
+        manager
+            .add(Controller::new(kit.clone()).owns::<ConfigMap>())
+            .expect("the test manager takes it");
         let token = manager.shutdown_token();
         let run = tokio::spawn(manager.run());
         Self { kit, token, run }

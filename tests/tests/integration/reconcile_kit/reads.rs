@@ -101,13 +101,13 @@ async fn reads_of_an_owned_kind_come_from_the_cache_without_a_request_and_others
 
     let (client, _, reads) = counting_client(cp);
     let reader = Reader::default();
-    let manager = Manager::new(client, watching(ns.clone()));
+    let manager = Manager::new(client, watching(ns.clone()))?;
     let registry = manager.registry().clone();
     manager.add(
         Controller::new(reader.clone())
             .name(CONTROLLER)
             .owns::<Secret>(),
-    );
+    )?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -115,11 +115,11 @@ async fn replica(
         Controller::<ConfigMap>::new(witness.clone())
             .name("leader")
             .concurrency(2),
-    );
+    )?;
     manager.add(LeadingTask {
         leaders: Arc::clone(leaders),
         me: name.to_owned(),
-    });
+    })?;
     Ok(Replica {
         operator: Operator::start(manager, probes),
         proxy,

@@ -51,7 +51,7 @@ pub(super) async fn stalled_connection(cp: &ControlPlane) -> anyhow::Result<Vec<
         Controller::<ConfigMap>::new(witness.clone())
             .name("stall")
             .concurrency(2),
-    );
+    )?;
     let operator = Operator::start(manager, probes);
     check("start-up", &api, &cache, &witness, &operator).await?;
 
@@ -122,7 +122,7 @@ pub(super) async fn compacted_history(cp: &ControlPlane) -> anyhow::Result<Vec<R
         Controller::<Event>::new(witness.clone())
             .name("gone")
             .concurrency(2),
-    );
+    )?;
     let operator = Operator::start(manager, probes);
     check("start-up", &api, &cache, &witness, &operator).await?;
 

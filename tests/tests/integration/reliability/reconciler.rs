@@ -122,7 +122,7 @@ pub(super) async fn faults(cp: &ControlPlane) -> anyhow::Result<Vec<Row>> {
             .concurrency(2)
             .reconcile_timeout(TIMEOUT)
             .rate_limiter(ExponentialBackoff::new(BACKOFF_BASE, BACKOFF_CAP)),
-    );
+    )?;
     let started = Instant::now();
     let operator = Operator::start(manager, probes);
     let writer = Writer::start(&api, &names, 40, 1);

@@ -82,7 +82,7 @@ pub(super) async fn with_reconciles_in_flight(cp: &ControlPlane) -> anyhow::Resu
         Controller::new(gated.clone())
             .name("gated")
             .concurrency(u16::try_from(IN_FLIGHT)?),
-    );
+    )?;
     let operator = Operator::start(manager, probes);
     wait_for(
         Duration::from_secs(60),

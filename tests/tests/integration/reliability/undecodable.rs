@@ -55,7 +55,7 @@ pub(super) async fn custom_resources(cp: &ControlPlane) -> anyhow::Result<Vec<Ro
         .factory()
         .informer(Api::<Gadget>::namespaced(manager.client(), &ns));
     let cache = informer.store();
-    manager.add(Controller::<Gadget>::new(witness.clone()).name("gadgets"));
+    manager.add(Controller::<Gadget>::new(witness.clone()).name("gadgets"))?;
     let created = Instant::now();
     let operator = Operator::start(manager, probes);
     let decodable = |skip: &'static [&'static str]| {

@@ -115,7 +115,10 @@ pub(super) fn new_manager(
     let config = config
         .cache(CacheScope::default().namespaces([namespace.to_owned()]))
         .health_probe_bind_address(BindAddress::On(probes));
-    Ok((Manager::new(client, config), probes))
+    Ok((
+        Manager::new(client, config).expect("a manager builds for a client given"),
+        probes,
+    ))
 }
 
 impl Operator {

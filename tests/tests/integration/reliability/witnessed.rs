@@ -36,7 +36,7 @@ pub(super) fn start_witnessed(
         Controller::<ConfigMap>::new(witness.clone())
             .name(name)
             .concurrency(concurrency),
-    );
+    )?;
     let registry = manager.registry().clone();
     Ok(Witnessed {
         witness,

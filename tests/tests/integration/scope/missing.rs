@@ -24,8 +24,8 @@ async fn a_watched_namespace_that_does_not_exist_is_warned_of_and_cached_once_cr
     let later = format!("{present}-later");
     let seen = Seen::default();
     let scope = CacheScope::default().namespaces([present.clone(), later.clone()]);
-    let manager = Manager::new(client.clone(), Config::default().cache(scope));
-    manager.add(Controller::new(seen.clone()).name("scope-missing"));
+    let manager = Manager::new(client.clone(), Config::default().cache(scope))?;
+    manager.add(Controller::new(seen.clone()).name("scope-missing"))?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

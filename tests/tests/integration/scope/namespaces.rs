@@ -24,8 +24,8 @@ async fn a_manager_watching_two_of_three_namespaces_never_reconciles_or_caches_t
     }
     let seen = Seen::default();
     let scope = CacheScope::default().namespaces([a.clone(), b.clone()]);
-    let manager = Manager::new(client.clone(), Config::default().cache(scope));
-    manager.add(kubeward::controller::Controller::new(seen.clone()).name("scope-namespaces"));
+    let manager = Manager::new(client.clone(), Config::default().cache(scope))?;
+    manager.add(kubeward::controller::Controller::new(seen.clone()).name("scope-namespaces"))?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -36,8 +36,8 @@ async fn the_operator_runs_on_roles_in_its_watched_namespaces_alone() -> anyhow:
     );
 
     let scope = CacheScope::default().namespaces([a.clone(), b.clone()]);
-    let manager = Manager::new(client, Config::default().cache(scope));
-    manager.add(ConfigMapGenerator::controller(Generator));
+    let manager = Manager::new(client, Config::default().cache(scope))?;
+    manager.add(ConfigMapGenerator::controller(Generator))?;
     let token = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
     for ns in [&a, &b] {

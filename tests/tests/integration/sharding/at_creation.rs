@@ -125,13 +125,15 @@ fn manager(client: Client, ns: &str, ring: &str, id: &str, port: u16) -> Manager
                 .lease(timings),
         ))
         .webhook(webhooks);
-    Manager::new(client, config)
+    Manager::new(client, config).expect("a manager builds for a client given")
 }
 
 /// A shard of [`RING`] reconciling ConfigMaps.
 fn config_map_shard(cp: &ControlPlane, ns: &str, id: &str, port: u16) -> Manager {
     let manager = manager(cp.client(), ns, RING, id, port);
-    manager.add(Controller::new(Idle).ring(RING));
+    manager
+        .add(Controller::new(Idle).ring(RING))
+        .expect("the test manager takes it");
     manager
 }
 
@@ -317,7 +319,7 @@ async fn a_new_object_is_created_unlabelled_while_no_shard_is_available_and_assi
     let manager = config_map_shard(cp, &ns, "shard-a", free_addr()?.port());
     manager.add_webhook(
         Admission::defaulter::<ConfigMap>(Stamp).namespace_selector(crate::webhook::only_in(&ns)),
-    );
+    )?;
     let replica = Replica::start(manager);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let mut probe = 0;
@@ -377,7 +379,7 @@ async fn an_owned_object_a_shard_applies_carries_its_owners_shard_from_its_first
     let client = cp.client();
     // No webhook: the label can only come from the shard or, later, the sharder.
     let manager = manager(client.clone(), &ns, COPIES, "shard-a", 0);
-    manager.add(Controller::new(Copy).owns::<ConfigMap>().ring(COPIES));
+    manager.add(Controller::new(Copy).owns::<ConfigMap>().ring(COPIES))?;
     let replica = Replica::start(manager);
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);

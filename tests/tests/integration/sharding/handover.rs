@@ -98,17 +98,19 @@ impl Replica {
                     .namespace(Some(ns.to_owned()))
                     .lease(timings),
             ));
-        let manager = Manager::new(client, config);
+        let manager = Manager::new(client, config).expect("a manager builds for a client given");
         let reconciles = Arc::new(AtomicUsize::new(0));
         let copier = Copier {
             apply,
             reconciles: Arc::clone(&reconciles),
         };
-        manager.add(
-            Controller::with_finalizer(copier, FINALIZER)
-                .owns::<ConfigMap>()
-                .ring(RING),
-        );
+        manager
+            .add(
+                Controller::with_finalizer(copier, FINALIZER)
+                    .owns::<ConfigMap>()
+                    .ring(RING),
+            )
+            .expect("the test manager takes it");
         let replica = Self {
             registry: manager.registry().clone(),
             token: manager.shutdown_token(),

@@ -99,12 +99,14 @@ fn start(cp: &ControlPlane, ns: &str, shard: &str, ledger: &Ledger) -> Replica {
                 .namespace(Some(ns.to_owned()))
                 .lease(timings),
         ));
-    let manager = Manager::new(cp.client(), config);
+    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
     let recorder = Recorder {
         shard: shard.to_owned(),
         ledger: ledger.clone(),
     };
-    manager.add(Controller::new(recorder).ring(RING).concurrency(4));
+    manager
+        .add(Controller::new(recorder).ring(RING).concurrency(4))
+        .expect("the test manager takes it");
     let token = manager.shutdown_token();
     Replica {
         registry: manager.registry().clone(),

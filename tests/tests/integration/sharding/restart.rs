@@ -46,8 +46,10 @@ fn start(client: Client, ns: &str, id: &str) -> Replica {
                 .namespace(Some(ns.to_owned()))
                 .lease(timings),
         ));
-    let manager = Manager::new(client, config);
-    manager.add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING));
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING))
+        .expect("the test manager takes it");
     Replica {
         registry: manager.registry().clone(),
         token: manager.shutdown_token(),

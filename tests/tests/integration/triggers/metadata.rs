@@ -34,13 +34,13 @@ async fn a_change_to_an_owned_object_cached_as_metadata_reconciles_its_owner_and
         .await?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     let factory = manager.factory().clone();
     manager.add(
         Controller::new(seen.clone())
             .name(CONTROLLER)
             .owns_metadata::<Secret>(),
-    );
+    )?;
     let running = Running::start(manager);
     seen.reconciled_times("owner", 1).await?;
 

@@ -21,12 +21,12 @@ async fn an_update_the_predicate_rejects_is_never_reconciled_and_one_it_accepts_
     let y = create(&config_maps, "y").await?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     manager.add(
         Controller::new(seen.clone())
             .name(CONTROLLER)
             .predicate(Predicate::labels_changed()),
-    );
+    )?;
     let running = Running::start(manager);
     // Creations always pass.
     seen.reconciled_at("x", &x).await?;

@@ -44,12 +44,12 @@ async fn a_change_to_a_watched_object_reconciles_exactly_the_objects_its_mapper_
         .map_err(|v| anyhow::anyhow!("three ConfigMaps, got {v:?}"))?;
 
     let seen = Seen::default();
-    let manager = Manager::new(cp.client(), watching(ns.clone()));
+    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
     manager.add(
         Controller::new(seen.clone())
             .name(CONTROLLER)
             .watches::<Secret>(readers),
-    );
+    )?;
     let running = Running::start(manager);
     for (name, version) in [("a", &a), ("b", &b), ("c", &c)] {
         seen.reconciled_at(name, version).await?;

@@ -23,9 +23,10 @@ async fn the_api_server_refuses_with_the_validators_message_and_stores_the_defau
         webhook::Config::default().self_signed(true),
     )
     .await?;
-    manager.add_webhook(validator_in(&ns));
-    manager
-        .add_webhook(Admission::defaulter::<ConfigMap>(Labeller).namespace_selector(only_in(&ns)));
+    manager.add_webhook(validator_in(&ns))?;
+    manager.add_webhook(
+        Admission::defaulter::<ConfigMap>(Labeller).namespace_selector(only_in(&ns)),
+    )?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);

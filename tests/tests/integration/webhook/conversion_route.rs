@@ -44,7 +44,7 @@ async fn a_conversion_route_gets_its_crd_pointed_at_the_manager_with_the_ca_bund
             http::Response::new(body)
         })
         .converts(CRD),
-    );
+    )?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
 

@@ -30,10 +30,10 @@ async fn the_example_operator_refuses_oversized_content_and_defaults_the_team() 
     .await?;
     manager.add_webhook(
         Admission::validator::<ConfigMapGenerator>(ContentLimit).namespace_selector(only_in(&ns)),
-    );
+    )?;
     manager.add_webhook(
         Admission::defaulter::<ConfigMapGenerator>(TeamLabel).namespace_selector(only_in(&ns)),
-    );
+    )?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
     let api: Api<ConfigMapGenerator> = Api::namespaced(cp.client(), &ns);

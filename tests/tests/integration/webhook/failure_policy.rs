@@ -41,7 +41,7 @@ async fn create_with_the_webhook_down(policy: FailurePolicy) -> anyhow::Result<O
         webhook::Config::default().self_signed(true),
     )
     .await?;
-    manager.add_webhook(validator_in(&ns).failure_policy(policy));
+    manager.add_webhook(validator_in(&ns).failure_policy(policy))?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);

@@ -103,7 +103,7 @@ async fn manager(
         .url(format!("https://127.0.0.1:{port}"))
         .configuration_name(ns);
     Ok((
-        Manager::new(client, Config::default().webhook(config)),
+        Manager::new(client, Config::default().webhook(config))?,
         port,
     ))
 }

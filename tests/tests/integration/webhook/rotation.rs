@@ -37,7 +37,7 @@ async fn rotating_the_certificate_during_a_stream_of_admission_requests_fails_no
         .ca_bundle(ca.certificate_pem())
         .reload_period(Duration::from_millis(50));
     let (manager, port) = manager(cp.client(), &ns, config).await?;
-    manager.add_webhook(validator_in(&ns));
+    manager.add_webhook(validator_in(&ns))?;
     let stop = manager.shutdown_token();
     let run = tokio::spawn(manager.run());
     let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
