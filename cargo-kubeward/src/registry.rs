@@ -42,7 +42,9 @@ pub(crate) fn lib_rs(project: &Project) -> String {
     module(&mut out, "webhook", "The admission webhooks.", &webhooks);
 
     out.push_str("\n/// Adds every controller and webhook of the operator to `manager`.\n");
-    out.push_str("///\n/// # Errors\n/// What [`Manager::add`] refuses, e.g. two controllers of one name.\n");
+    out.push_str(
+        "///\n/// # Errors\n/// What [`Manager::add`] refuses, e.g. two controllers of one name.\n",
+    );
     out.push_str("pub fn register(manager: &Manager) -> Result<(), kubeward::manager::Error> {\n");
     if project.apis.is_empty() && project.controllers.is_empty() {
         out.push_str("    let _ = manager; // `cargo kubeward create api` adds controllers here\n");
@@ -82,7 +84,9 @@ pub(crate) fn lib_rs(project: &Project) -> String {
             );
         }
     }
-    out.push_str("    Ok(())\n}\n\n/// The CustomResourceDefinitions of the operator's custom resources.\n");
+    out.push_str(
+        "    Ok(())\n}\n\n/// The CustomResourceDefinitions of the operator's custom resources.\n",
+    );
     out.push_str("#[must_use]\npub fn crds() -> Vec<CustomResourceDefinition> {\n");
     if project.apis.is_empty() {
         out.push_str("    Vec::new()\n");

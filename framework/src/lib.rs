@@ -31,9 +31,9 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let manager = Manager::from_args("Labels every ConfigMap").await?; // --leader-elect, ...
+//!     let manager = Operator::from_args("Labels every ConfigMap").await?; // --leader-elect, ...
 //!     manager.add(Controller::new(Labeller).concurrency(4))?;
-//!     manager.run().await?; // until SIGTERM, or until leadership is lost
+//!     manager.run().await?; // until SIGTERM or a lost Lease; `crd` and `manifests` print instead
 //!     Ok(())
 //! }
 //! ```
@@ -43,8 +43,8 @@
 //!
 //! # Features
 //!
-//! - `cli` (default): [`Manager::from_args`](manager::Manager::from_args), its flags, subcommands
-//!   and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
+//! - `cli` (default): the [`cli`] module, [`Operator::from_args`](cli::Operator::from_args), its
+//!   flags, subcommands and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
 //!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
 //!   election and metrics are all there (the `crd` and `manifests` subcommands are the command
 //!   line's).
@@ -85,12 +85,12 @@
 //! | `client` | the manager's client: kube's stack over HTTP/2 with connection health checks, its requests counted |
 //! | `webhook` | the HTTPS server of admission webhooks: validators, defaulters, routes; it knows no controller (feature `webhooks`) |
 //! | [`crd`], [`conversion`], [`rbac`] | what a controller carries for its manifests: the polished CRD (with its versions), the RBAC rules; conversions between versions |
-//! | `manifests` | the chart's files from the controllers' CRDs and rules (the `crd` and `manifests` commands write them) |
 //! | [`sharding`] | the ring of shards: labels, the hash ring, shard Leases, the sharder and its assignment webhook (feature `sharding`, but for the labels) |
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
-//! | [`manager`] | on top: runs controllers per term of leadership, endpoints, flags, shutdown |
+//! | [`manager`] | runs controllers per term of leadership, endpoints, shutdown |
+//! | `cli` | on top: the command line's flags, logging and subcommands, and the manager they describe (feature `cli`) |
 //!
 //! `error`, `names` (the API server's name rules) and `task` (spawning boxed futures) serve every
 //! layer. A test (`src/tests/layers.rs`) fails when a module's code names a
@@ -98,6 +98,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod cache;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client;
 pub mod controller;
 pub mod conversion;
@@ -107,7 +109,6 @@ pub mod events;
 pub mod informer;
 pub mod leader;
 pub mod manager;
-mod manifests;
 pub mod metrics;
 mod names;
 pub mod queue;
@@ -132,6 +133,8 @@ pub use error::Error;
 /// The names most operators use (`Controller` is both the builder and the derive; kube's
 /// `CustomResource` derive and `ResourceExt` come along, since every operator names them).
 pub mod prelude {
+    #[cfg(feature = "cli")]
+    pub use crate::cli::Operator;
     pub use crate::controller::{
         Action, Cleanup, Context, Controller, ErrorAction, Predicate, Reconciler,
     };
@@ -164,7 +167,7 @@ pub mod prelude {
 ///
 /// - `Kind::controller(reconciler)`: the [`Controller`](controller::Controller) those keys
 ///   declare, carrying the kind's CRD and RBAC rules, so that the manager's `crd` and
-///   `manifests` subcommands can print and write them (see [`manager::Command`]);
+///   `manifests` subcommands can print and write them (see `cli::Command`);
 /// - `Kind::rbac_rules()`: the least RBAC the controller needs (see [`rbac::Rules`]);
 /// - [`crd::Definition`]: kube's CRD [polished](crd::polish) for `kubectl`, described by the
 ///   spec struct's doc comment, with an explainable status and, for a status with conditions,

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kubeward::cli::Operator;
 use kubeward::controller::{Action, Context, Controller, Reconciler};
-use kubeward::manager::Manager;
 
 /// The environment variable that makes this binary the child.
 pub const CHILD: &str = "KUBEWARD_BENCH_BURN";
@@ -66,7 +66,7 @@ pub fn child() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         let manager =
-            Manager::from_args("Burns CPU in each reconcile, for the sharding benchmark").await?;
+            Operator::from_args("Burns CPU in each reconcile, for the sharding benchmark").await?;
         manager.add(Controller::new(Burner).name(RING))?;
         Ok(manager.run().await?)
     })

@@ -7,14 +7,14 @@
 //! (A program of its own so that `configmap_generator` stays the operator the book compares
 //! line for line with kube-runtime's and controller-runtime's.)
 
-use kubeward::manager::Manager;
+use kubeward::cli::Operator;
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 use kubeward_examples::webhooks::{ContentLimit, TeamLabel};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let about = "The example operator of kubeward, with a validating and a defaulting webhook";
-    let manager = Manager::from_args(about).await?;
+    let manager = Operator::from_args(about).await?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     // ANCHOR: webhooks
     manager.add_validator::<ConfigMapGenerator>(ContentLimit)?;

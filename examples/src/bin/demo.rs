@@ -20,10 +20,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
+use kubeward::cli::{LogFormat, init_logging};
 use kubeward::leader;
-use kubeward::manager::{
-    BindAddress, Config, LeaderElection, LogFormat, Manager, Shard, init_logging,
-};
+use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
 use kubeward::sharding::{RING_LABEL, shard_label};
 use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;

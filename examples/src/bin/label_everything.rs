@@ -3,7 +3,7 @@
 //! An unknown kind stops it with an error naming the kind and a non-zero exit status.
 
 use clap::Parser;
-use kubeward::manager::{Flags, Manager};
+use kubeward::cli::{Flags, Operator};
 use kubeward_examples::label_everything::{controller, discover};
 
 /// The example's command line: the kind, and every kubeward operator's flags.
@@ -23,7 +23,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let manager = Manager::from_flags(&args.flags).await?;
+    let manager = Operator::from_flags(&args.flags).await?;
     let (resource, capabilities) = discover(&manager.client(), &args.kind).await?;
     manager.add(controller(&resource, &capabilities))?;
     Ok(manager.run().await?)

@@ -18,8 +18,8 @@ use anyhow::Context as _;
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config as KubeConfig};
+use kubeward::cli::{LogFormat, init_logging};
 use kubeward::leader::{Config, LeaderElector};
-use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the leader-election example.
 #[derive(Debug, Parser)]

@@ -10,8 +10,8 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 use kubeward::cache::Deleted;
+use kubeward::cli::{LogFormat, init_logging};
 use kubeward::informer::{Factory, handler_fns};
-use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the example.
 #[derive(Debug, Parser)]

@@ -7,7 +7,7 @@ use kubeward_examples::webapp::{WebApp, WebApps};
 // ANCHOR: main
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let manager = Manager::from_args("Serves a web application per WebApp").await?;
+    let manager = Operator::from_args("Serves a web application per WebApp").await?;
     manager.add(WebApp::controller(WebApps))?;
     Ok(manager.run().await?)
 }

@@ -11,9 +11,9 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt as _};
+use kubeward::cli::{LogFormat, init_logging};
 use kubeward::controller::{Action, Cluster, Context, Controller, Reconciler};
 use kubeward::informer::Factory;
-use kubeward::manager::{LogFormat, init_logging};
 
 /// Command-line flags of the example.
 #[derive(Debug, Parser)]

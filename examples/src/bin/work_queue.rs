@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kubeward::manager::{LogFormat, init_logging};
+use kubeward::cli::{LogFormat, init_logging};
 use kubeward::queue::WorkQueue;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;

@@ -4,13 +4,13 @@
 //! rules into a Helm chart.
 
 use countdown::{Countdown, Timer};
-use kubeward::manager::Manager;
+use kubeward::cli::Operator;
 
 // ANCHOR: main
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // --metrics-bind-address, --leader-elect, ..., and the `crd` and `manifests` subcommands
-    let manager = Manager::from_args("Counts down Countdown custom resources").await?;
+    let manager = Operator::from_args("Counts down Countdown custom resources").await?;
     manager.add(Countdown::controller(Timer))?;
     manager.run().await?; // until SIGTERM, or until leadership is lost
     Ok(())

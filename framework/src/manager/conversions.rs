@@ -58,7 +58,7 @@ impl Manager {
     }
 
     /// Whether this manager serves the conversions of the CRD `name` (a converter and a port).
-    pub(super) fn serves_conversions(&self, name: &str) -> bool {
+    pub(crate) fn serves_conversions(&self, name: &str) -> bool {
         self.config.webhook.port != 0
             && (self.conversions.lock().iter()).any(|c| c.crd_name() == name)
     }
@@ -66,7 +66,7 @@ impl Manager {
     /// `crd` with its conversion webhook, if it has one, pointed at this manager's webhook
     /// endpoint (the Service the webhook configurations name, or `--webhook-url`), so that the
     /// manifests name one Service for every webhook.
-    pub(super) fn point_conversion(
+    pub(crate) fn point_conversion(
         &self,
         mut crd: CustomResourceDefinition,
     ) -> CustomResourceDefinition {

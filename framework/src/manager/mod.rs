@@ -3,9 +3,9 @@
 //! ```no_run
 //! # #[allow(dead_code)]
 //! # async fn demo() -> Result<(), kubeward::manager::Error> {
-//! use kubeward::manager::{Manager, RunsOn, runnable_fn};
+//! use kubeward::manager::{Config, Manager, RunsOn, runnable_fn};
 //!
-//! let manager = Manager::from_args("Keeps a heartbeat").await?; // --metrics-bind-address, --leader-elect, ...
+//! let manager = Manager::new(kube::Config::infer().await?, Config::default())?;
 //! manager.add(runnable_fn("heartbeat", RunsOn::EveryReplica, |shutdown| async move {
 //!     shutdown.cancelled().await;
 //!     Ok(())
@@ -14,9 +14,6 @@
 //! # }
 //! ```
 
-#[cfg(feature = "cli")]
-mod cli;
-mod command;
 mod config;
 mod connection;
 mod controllers;
@@ -26,6 +23,7 @@ mod http;
 mod namespaces;
 mod pod_namespace;
 mod program;
+mod recorded;
 mod run;
 mod runnable;
 #[cfg(feature = "tls")]
@@ -43,16 +41,18 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-#[cfg(all(feature = "cli", feature = "sharding"))]
-pub use self::cli::ShardFlags;
-#[cfg(all(feature = "cli", feature = "webhooks"))]
-pub use self::cli::WebhookFlags;
-#[cfg(feature = "cli")]
-pub use self::cli::{Flags, LogFormat, init_logging};
-pub use self::command::Command;
 pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
 pub use self::connection::Connection;
 pub use self::http::Check;
+#[cfg(all(feature = "cli", feature = "sharding"))]
+pub(crate) use self::pod_namespace::pod_namespace;
+#[cfg(feature = "cli")]
+pub(crate) use self::program::{default_lease_name, program};
+#[cfg(feature = "cli")]
+pub(crate) use self::recorded::ControllerManifests;
+use self::recorded::Recorded;
+#[cfg(all(feature = "cli", feature = "sharding"))]
+pub(crate) use self::recorded::RecordedRing;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
 #[cfg(feature = "sharding")]
 pub use self::shard::Shard;
@@ -206,10 +206,8 @@ pub struct Manager {
     runnables: Mutex<Vec<Box<dyn Runnable>>>,
     controller_names: Mutex<std::collections::HashSet<String>>,
     shutdown: CancellationToken,
-    /// The subcommand [`Self::run`] carries out instead of running, if one was given.
-    command: Option<Command>,
-    /// The manifests of the controllers added while a subcommand waits.
-    manifests: Mutex<Vec<crate::manifests::Recorded>>,
+    /// What the controllers added declare, for the manifests.
+    recorded: Mutex<Recorded>,
     /// The admission webhooks and other routes of the webhook server, and every path taken.
     #[cfg(feature = "webhooks")]
     webhooks: Mutex<Vec<crate::webhook::Admission>>,
@@ -226,12 +224,6 @@ pub struct Manager {
     /// A shard's factory, Lease and sharders, from its first controller until it runs.
     #[cfg(feature = "sharding")]
     sharding: Mutex<Option<shard::Sharding>>,
-    /// The controller rings, while the `shards` command waits for [`Self::run`].
-    #[cfg(feature = "sharding")]
-    rings: Mutex<Vec<shard::RecordedRing>>,
-    /// Where the `shards` command reads shard Leases (`--leader-election-namespace`).
-    #[cfg(feature = "sharding")]
-    lease_namespace: Option<String>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -283,8 +275,7 @@ impl Manager {
             runnables: Mutex::default(),
             controller_names: Mutex::default(),
             shutdown: CancellationToken::new(),
-            command: None,
-            manifests: Mutex::default(),
+            recorded: Mutex::default(),
             #[cfg(feature = "webhooks")]
             webhooks: Mutex::default(),
             #[cfg(feature = "webhooks")]
@@ -297,71 +288,7 @@ impl Manager {
             informer_factories,
             #[cfg(feature = "sharding")]
             sharding: Mutex::default(),
-            #[cfg(feature = "sharding")]
-            rings: Mutex::default(),
-            #[cfg(feature = "sharding")]
-            lease_namespace: None,
         }
-    }
-
-    /// Parses [`Flags`] from the command line (printing usage and exiting with code 2 on a bad
-    /// flag, like every clap program, and on a `--kubeconfig` that does not read or a
-    /// `--context` it lacks), installs logging, and finds the client configuration
-    /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
-    /// service account). `about`, what this operator does, opens `--help`.
-    ///
-    /// The command line may also name a [`Command`] (`crd`, `manifests`): then [`Self::run`]
-    /// prints or writes the manifests of the controllers added by then instead of running, and
-    /// no cluster or kubeconfig is needed.
-    ///
-    /// # Errors
-    /// See [`Self::from_flags`].
-    #[cfg(feature = "cli")]
-    pub async fn from_args(about: impl Into<String>) -> Result<Self> {
-        use clap::{CommandFactory as _, FromArgMatches as _};
-        let mut command = Flags::command().about(about.into()).long_about(None);
-        let matches = command.get_matches_mut();
-        let flags = Flags::from_arg_matches(&matches)
-            .map_err(|e| e.format(&mut command))
-            .unwrap_or_else(|e| e.exit());
-        Self::from_flags(&flags).await.map_err(cli::exit_if_invalid)
-    }
-
-    /// As [`Self::from_args`], with flags you parsed yourself (e.g. flattened into your own parser).
-    /// It checks what clap cannot check flag by flag, before it installs logging or reads a
-    /// cluster's configuration.
-    ///
-    /// # Errors
-    /// [`Error::InvalidFlags`] (inconsistent leader-election timings, a `--kubeconfig` that does
-    /// not read, a `--context` it lacks), [`Error::Logging`], [`Error::NoClientConfig`] when no
-    /// cluster configuration can be used, or [`Error::ClientConfig`] when no client can be built
-    /// for it.
-    #[cfg(feature = "cli")]
-    pub fn from_flags(flags: &Flags) -> impl Future<Output = Result<Self>> + Send + '_ {
-        // Boxed in a function that is not async, as [`Self::run`] is: compiled into kubeward.
-        let build: futures::future::BoxFuture<'_, Result<Self>> = Box::pin(Self::build(flags));
-        build
-    }
-
-    /// [`Self::from_flags`]'s work.
-    #[cfg(feature = "cli")]
-    async fn build(flags: &Flags) -> Result<Self> {
-        let config = flags.checked_config()?;
-        init_logging(flags.log_format, &flags.log_level)?;
-        if let Some(command) = flags.command.as_ref().filter(|c| !c.needs_cluster()) {
-            let mut manager = Self::new(cli::offline_client(), config)?;
-            manager.command = Some(command.clone());
-            return Ok(manager);
-        }
-        let client_config =
-            cli::client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
-        let mut manager = Self::new(client_config, config)?;
-        manager.command.clone_from(&flags.command);
-        #[cfg(feature = "sharding")]
-        manager
-            .lease_namespace
-            .clone_from(&flags.leader_election_namespace);
-        Ok(manager)
     }
 
     /// The Kubernetes client every controller of this manager shares.

@@ -1,7 +1,7 @@
 //! Finds the namespace of the pod the manager runs in.
 
 /// The namespace of the pod this runs in, else the client's default namespace.
-pub(super) fn pod_namespace(client: &kube::Client) -> String {
+pub(crate) fn pod_namespace(client: &kube::Client) -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
         .or_else(|| {

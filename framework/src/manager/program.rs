@@ -1,14 +1,13 @@
 //! Names an operator's own objects after the program that runs it.
 
-use std::path::Path;
-
 /// This program's name, as it was started (`configmap_generator`).
-pub(super) fn program() -> String {
+#[cfg(any(feature = "cli", feature = "webhooks"))]
+pub(crate) fn program() -> String {
     std::env::args_os()
         .next()
         .as_deref()
-        .map(Path::new)
-        .and_then(Path::file_stem)
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_stem)
         .map_or_else(
             || "operator".to_owned(),
             |s| s.to_string_lossy().into_owned(),
@@ -26,7 +25,7 @@ pub(super) fn program_object_name() -> String {
 /// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
 /// operators in one namespace never share one (`configmap-generator-leader`).
 #[cfg(feature = "cli")]
-pub(in crate::manager) fn default_lease_name() -> String {
+pub(crate) fn default_lease_name() -> String {
     format!("{}-leader", program_object_name())
 }
 

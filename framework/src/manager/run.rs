@@ -101,9 +101,6 @@ impl Manager {
     /// then marks `/readyz` unready, asks the runnables to stop, and waits up to the graceful
     /// shutdown timeout for their in-flight work.
     ///
-    /// When the command line named a [`Command`](super::Command), `run` carries it out for the
-    /// controllers added so far and returns without starting anything.
-    ///
     /// # Cancel safety
     /// Dropping the future instead stops without a graceful shutdown, as a killed process
     /// would: runnables, endpoints and the leader elector are aborted and the Lease is not
@@ -116,8 +113,7 @@ impl Manager {
     /// # Errors
     /// An endpoint that cannot bind its address, a runnable that fails or panics (the others are
     /// then shut down first), work still running when the shutdown timeout ran out, or
-    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by; for a
-    /// command, [`Error::Manifests`].
+    /// [`Error::LeadershipLost`] when the Lease was lost and the run does not stand by.
     pub fn run(self) -> impl Future<Output = Result<()>> + Send + 'static {
         // Boxed here, in a function that is not async, so that the run's code is compiled once,
         // into kubeward, rather than into each operator (a future that only an operator awaits is
@@ -128,9 +124,6 @@ impl Manager {
 
     /// [`Self::run`]'s work.
     async fn run_to_end(self) -> Result<()> {
-        if let Some(command) = &self.command {
-            return self.run_command(command).await;
-        }
         self.check_cache()?;
         #[cfg(feature = "sharding")]
         self.add_shard_runnables()?;

@@ -60,6 +60,11 @@ impl Manager {
         })
     }
 
+    /// The admission webhooks added so far.
+    pub(crate) fn webhooks(&self) -> Vec<Admission> {
+        self.webhooks.lock().clone()
+    }
+
     /// Where the API server reaches this operator's webhooks, as configured.
     pub(crate) fn webhook_endpoint(&self) -> Endpoint {
         let config = &self.config.webhook;

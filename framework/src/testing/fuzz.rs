@@ -45,13 +45,13 @@ pub fn selectors(data: &[u8]) {
     crate::informer::fuzz::selectors(data);
 }
 
-/// The lines of the text as command-line arguments of [`Flags`](crate::manager::Flags) (so
+/// The lines of the text as command-line arguments of [`Flags`](crate::cli::Flags) (so
 /// the duration and bind-address values among them), and the configuration they describe.
 pub fn flags(data: &[u8]) {
     use clap::Parser as _;
     let text = String::from_utf8_lossy(data);
     let args = std::iter::once("operator").chain(text.lines());
-    if let Ok(flags) = crate::manager::Flags::try_parse_from(args) {
+    if let Ok(flags) = crate::cli::Flags::try_parse_from(args) {
         let _ = flags.config();
     }
 }

@@ -20,12 +20,12 @@ const LAYERS: [&str; 17] = [
     "crd",
     "conversion",
     "rbac",
-    "manifests",
     "sharding",
     "controller",
     "reconcile",
     "leader",
     "manager",
+    "cli",
 ];
 
 /// What every layer may use: the crate's error, the name checks, a buffer helper, the boxed

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
 use kubeward::Error;
+use kubeward::cli::Operator;
 use kubeward::controller::{Action, Cleanup, Context, Controller, Predicate, Reconciler};
-use kubeward::manager::Manager;
 use kubeward_examples::by_hand::FINALIZER;
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 
@@ -103,7 +103,7 @@ async fn main() -> anyhow::Result<()> {
         })?);
     prepare(&dir)?;
     let shard = std::env::var("KUBEWARD_SHARD_ID").unwrap_or_default();
-    let manager = Manager::from_args("Marks the objects it reconciles (sharding tests)").await?;
+    let manager = Operator::from_args("Marks the objects it reconciles (sharding tests)").await?;
     let controller = Controller::with_finalizer(Marked { shard, dir }, FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>()

@@ -1,12 +1,10 @@
-//! The manager as one shard of a controller ring (feature `sharding`): its run as a member, the
-//! ring's assignment webhooks, and the `shards` command.
+//! The manager as one shard of a controller ring (feature `sharding`): its run as a member and the
+//! ring's assignment webhooks.
 
 #[cfg(feature = "webhooks")]
 mod assignment;
 mod config;
 mod member;
-mod rings;
 
 pub use config::Shard;
 pub(super) use member::Sharding;
-pub(super) use rings::RecordedRing;

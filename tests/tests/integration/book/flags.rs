@@ -1,7 +1,7 @@
 //! The flags page lists every flag of `manager::Flags` with its variable and default.
 
 use clap::CommandFactory as _;
-use kubeward::manager::Flags;
+use kubeward::cli::Flags;
 
 use super::{code_rows, page, unquote};
 

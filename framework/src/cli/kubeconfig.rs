@@ -54,7 +54,7 @@ const FIX: &str = "pass --kubeconfig PATH, set KUBECONFIG, or run in a pod with 
 ///
 /// # Errors
 /// [`Error::NoClientConfig`], on one line naming what was tried and how to fix it.
-pub(in crate::manager) async fn client_config(
+pub(super) async fn client_config(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<kube::Config, Error> {

@@ -61,7 +61,7 @@ impl ShardFlags {
 mod tests {
     use clap::Parser as _;
 
-    use crate::manager::Flags;
+    use crate::cli::Flags;
 
     fn config(args: &[&str]) -> Result<crate::manager::Config, crate::manager::Error> {
         Flags::try_parse_from([&["operator"], args].concat())

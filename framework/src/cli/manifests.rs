@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::crd::CustomResourceDefinition;
-use crate::rbac::{self, PolicyRule};
+use crate::manager::ControllerManifests as Recorded;
+use crate::rbac;
 
 /// The chart file the `manifests` subcommand writes the CRDs to, relative to the chart's folder.
 const CRD_FILE: &str = "files/crd.yaml";
@@ -12,26 +13,18 @@ const CRD_FILE: &str = "files/crd.yaml";
 const RBAC_RULES_FILE: &str = "files/rbac-rules.yaml";
 /// The chart file the `manifests` subcommand writes the webhook configurations to, when the
 /// operator has admission webhooks.
-pub(crate) const WEBHOOKS_FILE: &str = "files/webhooks.yaml";
+pub(super) const WEBHOOKS_FILE: &str = "files/webhooks.yaml";
 
 /// Why the manifests could not be made or written: what was being done, or what is missing.
 #[derive(Debug, thiserror::Error)]
 #[error("{action}")]
-pub(crate) struct Error {
-    pub(crate) action: String,
+pub(super) struct Error {
+    pub(super) action: String,
     #[source]
-    pub(crate) source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    pub(super) source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// The manifests of one controller: its name, its CRD and its RBAC rules, if it has them.
-#[derive(Debug)]
-pub(crate) struct Recorded {
-    pub(crate) controller: String,
-    pub(crate) crd: Option<CustomResourceDefinition>,
-    pub(crate) rbac: Option<Vec<PolicyRule>>,
-}
 
 fn failed(
     action: impl Into<String>,
@@ -51,7 +44,7 @@ fn refused(action: impl Into<String>) -> Error {
 }
 
 /// `charts/NAME`, NAME being `program` with `-` for `_` (Helm chart names use dashes).
-pub(crate) fn default_chart(program: &str) -> PathBuf {
+pub(super) fn default_chart(program: &str) -> PathBuf {
     Path::new("charts").join(program.replace('_', "-"))
 }
 
@@ -66,7 +59,7 @@ fn crds(recorded: &[Recorded]) -> Vec<&CustomResourceDefinition> {
 }
 
 /// Every CRD as a YAML document, separated by `---`.
-pub(crate) fn crds_yaml(recorded: &[Recorded]) -> Result<String> {
+pub(super) fn crds_yaml(recorded: &[Recorded]) -> Result<String> {
     let crds = crds(recorded);
     if crds.is_empty() {
         return Err(refused(
@@ -83,7 +76,7 @@ pub(crate) fn crds_yaml(recorded: &[Recorded]) -> Result<String> {
 }
 
 /// Writes the CRDs and the merged rules into `chart`: both are made before either is written.
-pub(crate) fn write_chart(
+pub(super) fn write_chart(
     chart: &Path,
     program: &str,
     recorded: &[Recorded],

@@ -7,7 +7,7 @@ use kube::Client;
 
 /// A client for a manager that only prints manifests: it never connects, and every request
 /// fails saying why.
-pub(in crate::manager) fn offline_client() -> Client {
+pub(super) fn offline_client() -> Client {
     Client::new(Offline, "default")
 }
 

@@ -5,16 +5,17 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use super::Command;
 use super::duration::parse_duration;
 use crate::informer::{self, CacheScope, WatchList};
 use crate::leader;
-use crate::manager::{BindAddress, Command, Config, Error, LeaderElection, OnLeadershipLoss};
+use crate::manager::{BindAddress, Config, Error, LeaderElection, OnLeadershipLoss};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
 ///
 /// Embed it in your own `clap` parser with `#[command(flatten)]`, or let
-/// [`Manager::from_args`](crate::manager::Manager::from_args) parse it alone.
+/// [`Operator::from_args`](super::Operator::from_args) parse it alone.
 #[derive(Clone, Debug, Parser)]
 #[command(about = "A Kubernetes operator built with kubeward", long_about = None)]
 #[non_exhaustive]
@@ -54,7 +55,7 @@ pub struct Flags {
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value_t = crate::manager::program::default_lease_name(),
+        default_value_t = crate::manager::default_lease_name(),
         value_name = "NAME"
     )]
     pub leader_election_id: String,
@@ -250,7 +251,7 @@ impl Flags {
 
 /// Ends the process on [`Error::InvalidFlags`] and [`Error::NoClientConfig`] the way clap ends
 /// it on a bad flag: the mistake on one line, exit code 2. Any other error is handed back.
-pub(in crate::manager) fn exit_if_invalid(error: Error) -> Error {
+pub(super) fn exit_if_invalid(error: Error) -> Error {
     if let Error::InvalidFlags(_) | Error::NoClientConfig(_) = error {
         clap::Error::raw(
             clap::error::ErrorKind::ValueValidation,
@@ -487,10 +488,7 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(
-            election.lease,
-            crate::manager::program::default_lease_name()
-        );
+        assert_eq!(election.lease, crate::manager::default_lease_name());
         assert!(
             election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
             "the default Lease is the program's own: {}",
