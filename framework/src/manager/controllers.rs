@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxError, IntoRunnable, Manager, Runnable};
+use super::{BoxError, IntoRunnable, Manager, Runnable, RunsOn, runnable_fn};
 use crate::controller::{Bound, Cluster, Controller};
 use crate::informer::Cacheable;
 
@@ -20,6 +20,15 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
     #[track_caller]
     fn into_runnable(self, manager: &Manager) -> Box<dyn Runnable> {
         let name = self.resolved_name();
+        if let Err(invalid) = self.check() {
+            // Until `add` returns it: reported when the manager runs, as a runnable's failure.
+            let error: BoxError = invalid.into();
+            return Box::new(runnable_fn(
+                name,
+                RunsOn::EveryReplica,
+                move |_| async move { Err(error) },
+            ));
+        }
         assert!(
             manager.claim_controller_name(&name),
             "another controller of this manager is already named {name:?}; give each a unique \
@@ -38,7 +47,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());
-        let bound = controller.bind(&cluster);
+        let bound = controller.bind_unchecked(&cluster);
         manager.add_cache_readiness(&bound);
         Box::new(ControllerRunnable(bound))
     }
