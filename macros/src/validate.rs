@@ -241,4 +241,22 @@ mod tests {
         let key = Ident::new("zzz", Span::call_site());
         assert!(unknown_key_message(&key).contains("expected one of"));
     }
+
+    #[test]
+    fn a_condition_type_that_is_no_qualified_name_is_refused_at_compile_time() {
+        let mut errors = Vec::new();
+        check_condition(&syn::parse_quote!("example.com/Synced"), &mut errors);
+        check_condition(&syn::parse_quote!("Available"), &mut errors);
+        assert!(errors.is_empty(), "valid types pass");
+        check_condition(&syn::parse_quote!("Not Ready"), &mut errors);
+        let [error] = errors.as_slice() else {
+            panic!("one error for one bad type: {errors:?}");
+        };
+        assert!(
+            error
+                .to_string()
+                .starts_with("condition `Not Ready` is not a condition type like `Available`"),
+            "{error}"
+        );
+    }
 }

@@ -54,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
     // ANCHOR: run
     let client = Client::try_default().await?;
     let cluster = Cluster::new(Arc::new(Factory::new(client))).namespace(args.namespace);
-    let controller = Controller::new(Labeller).concurrency(2).bind(&cluster);
+    let controller = Controller::new(Labeller).concurrency(2).bind(&cluster)?;
     let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
     controller.run(ctrl_c).await?; // the reconciles in flight finish after Ctrl-C
     // ANCHOR_END: run

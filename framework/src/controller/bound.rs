@@ -10,7 +10,7 @@ use super::own_writes::{OwnWrites, target_of};
 use super::trigger::Wired;
 use super::wiring::{Queues, Wiring};
 use super::worker::Shared;
-use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY};
+use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY, Invalid};
 use crate::cache::ObjectKey;
 use crate::informer::{Hints, change_fns};
 use crate::queue::{AddOptions, Priority};
@@ -59,13 +59,28 @@ impl<K: Cacheable> Controller<K> {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let client = kube::Client::try_default().await?;
     /// let cluster = Cluster::new(Arc::new(Factory::new(client)));
-    /// let controller = Controller::new(Audit).bind(&cluster);
+    /// let controller = Controller::new(Audit).bind(&cluster)?;
     /// let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap_or_default() };
     /// controller.run(ctrl_c).await?; // until Ctrl-C, then the reconciles in flight finish
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    /// The first [`Invalid`] value a builder method was given (see
+    /// [`check`](Controller::check)); nothing is registered then.
     #[must_use = "a bound controller reconciles nothing until it runs"]
-    pub fn bind(self, cluster: &Cluster) -> Bound<K> {
+    pub fn bind(self, cluster: &Cluster) -> Result<Bound<K>, Invalid> {
+        self.check()?;
+        Ok(self.bind_unchecked(cluster))
+    }
+
+    /// As [`bind`](Self::bind), for a controller already checked (the Manager checks one when
+    /// it is added, before it turns it into a shard).
+    pub(crate) fn bind_unchecked(self, cluster: &Cluster) -> Bound<K> {
+        debug_assert!(
+            self.invalid.is_none(),
+            "invariant: a controller is checked before it is bound"
+        );
         let name = self.resolved_name();
         let concurrency = self.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
         let factory = &cluster.factory;

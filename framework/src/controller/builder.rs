@@ -10,6 +10,7 @@ use kube::core::PartialObjectMeta;
 use super::drain::Draining;
 use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
+use super::invalid::Invalid;
 use super::source::Source;
 use super::trigger::{Trigger, owner_trigger, watch_trigger};
 use super::{Cacheable, Cleanup, Kind, Predicate, Reconciler, Watchable};
@@ -27,6 +28,10 @@ pub const DEFAULT_CONCURRENCY: u16 = 1;
 /// A controller of kind `K`: reconciles each object of `K` whenever it, an object it owns or one
 /// it watches changes. Hand it to a Manager, or [bind](Self::bind) it to a [`Cluster`](super::Cluster)
 /// and run it yourself.
+///
+/// Its methods chain: one given a value the controller cannot run with (`concurrency(0)`, a
+/// finalizer without a domain) keeps the mistake as an [`Invalid`](super::Invalid), which
+/// [`check`](Self::check) and `bind` return and a Manager fails with.
 ///
 /// ```no_run
 /// # use std::sync::Arc;
@@ -70,6 +75,8 @@ pub struct Controller<K> {
     pub(crate) to_json: ToJson<K>,
     /// The controller ring it belongs to, if it can be sharded.
     pub(crate) ring: Option<String>,
+    /// The first value a builder method was given that the controller cannot run with.
+    pub(crate) invalid: Option<Invalid>,
     /// The sharders of its kind and the kinds it owns, for a sharded run.
     #[cfg(feature = "sharding")]
     pub(crate) kinds: Vec<KindSharder>,
@@ -90,6 +97,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("sources", &self.sources.len())
             .field("reporting", &self.reporting)
             .field("ring", &self.ring)
+            .field("invalid", &self.invalid)
             .finish_non_exhaustive()
     }
 }
@@ -111,20 +119,22 @@ impl<K: Watchable> Controller<K> {
     /// must implement [`Cleanup`], so a finalizer never lacks its cleanup, nor a cleanup its
     /// finalizer.
     ///
-    /// # Panics
-    /// If `finalizer` is not a qualified name with a domain, where it is called.
-    #[track_caller]
+    /// # Errors
+    /// If `finalizer` is not a qualified name with a domain, the controller keeps
+    /// [`Invalid::Finalizer`], which [`check`](Self::check) and [`bind`](Self::bind) return.
     pub fn with_finalizer(reconciler: impl Cleanup<K>, finalizer: impl Into<String>) -> Self
     where
         K: serde::Serialize,
     {
-        let finalizer = checked_finalizer(finalizer.into());
+        let finalizer = finalizer.into();
+        let checked = check_finalizer("with_finalizer", &finalizer);
         Self::assemble(
             Kind::of::<K>(),
             erase_finalized(reconciler, finalizer.clone()),
             Some(finalizer),
         )
         .shardable()
+        .keep_first(checked)
     }
 
     /// With the sharder of its own kind first among `kinds`: a controller of a compiled kind
@@ -168,6 +178,7 @@ impl<K: Cacheable> Controller<K> {
             reporting: Reporting::default(),
             to_json: |obj: &K| serde_json::to_value(obj),
             ring: None,
+            invalid: None,
             #[cfg(feature = "sharding")]
             kinds: Vec::new(),
             #[cfg(feature = "sharding")]
@@ -186,15 +197,14 @@ impl<K: Cacheable> Controller<K> {
     /// once). Defaults to [`DEFAULT_CONCURRENCY`] (under a Manager, to its
     /// `--max-concurrent-reconciles`).
     ///
-    /// # Panics
-    /// If `n` is 0: a controller without workers would never reconcile anything. As with
-    /// [`slice::chunks`]`(0)`, the panic points at the call.
-    #[track_caller]
+    /// # Errors
+    /// If `n` is 0 (a controller without workers would never reconcile anything), the
+    /// controller keeps [`Invalid::ZeroConcurrency`], which [`check`](Self::check) and
+    /// [`bind`](Self::bind) return.
     pub fn concurrency(mut self, n: u16) -> Self {
-        assert!(
-            n > 0,
-            "Controller::concurrency(0): a controller needs at least one worker"
-        );
+        if n == 0 {
+            return self.keep_first(Err(Invalid::ZeroConcurrency));
+        }
         self.concurrency = Some(n);
         self
     }
@@ -319,13 +329,16 @@ impl<K: Cacheable> Controller<K> {
     /// keeps. `#[controller(condition = "...")]` sets it, and the CRD's printer columns show
     /// the same condition.
     ///
-    /// # Panics
+    /// # Errors
     /// If `type_` is not a valid condition type (a qualified name such as `Available` or
-    /// `example.com/Synced`), where it is called.
-    #[track_caller]
+    /// `example.com/Synced`), the controller keeps [`Invalid::Condition`], which
+    /// [`check`](Self::check) and [`bind`](Self::bind) return.
     pub fn condition(mut self, type_: &str) -> Self {
-        if let Err(why) = crate::names::qualified_name(type_) {
-            panic!("Controller::condition({type_:?}): a condition type is a qualified name: {why}");
+        if let Err(reason) = crate::names::qualified_name(type_) {
+            return self.keep_first(Err(Invalid::Condition {
+                type_: type_.to_owned(),
+                reason,
+            }));
         }
         self.reporting.condition = std::sync::Arc::from(type_);
         self
@@ -338,17 +351,14 @@ impl<K: Cacheable> Controller<K> {
     /// any controller. See [`sharding`](crate::sharding). Without the feature `sharding` it
     /// only names the ring, and the controller always runs unsharded.
     ///
-    /// # Panics
+    /// # Errors
     /// If `ring` cannot name a Lease and a label value (1-63 lower-case letters, digits, `-` and
-    /// `.`, each dot-separated part starting and ending with a letter or digit), where it is
-    /// called.
-    #[track_caller]
+    /// `.`, each dot-separated part starting and ending with a letter or digit), the controller
+    /// keeps [`Invalid::Ring`], which [`check`](Self::check) and [`bind`](Self::bind) return.
     pub fn ring(mut self, ring: impl Into<String>) -> Self {
         let ring = ring.into();
-        if let Err(why) = crate::names::short_dns_subdomain(&ring) {
-            panic!(
-                "Controller::ring({ring:?}): a ring names a Lease, a label value and label keys: {why}"
-            );
+        if let Err(reason) = crate::names::short_dns_subdomain(&ring) {
+            return self.keep_first(Err(Invalid::Ring { ring, reason }));
         }
         self.ring = Some(ring);
         self
@@ -402,44 +412,171 @@ impl<K: Cacheable> Controller<K> {
     }
 }
 
-// The tests use the testing kit's no-op reconciler.
-/// `finalizer`, if the API server would take it: a qualified name with a domain.
-#[track_caller]
-pub(super) fn checked_finalizer(finalizer: String) -> String {
-    if let Err(why) = crate::names::domain_qualified_name(&finalizer) {
-        panic!("finalizer {finalizer:?} is not a qualified name like `example.com/cleanup`: {why}");
+impl<K> Controller<K> {
+    /// Whether the controller can run: the first value one of its builder methods was given
+    /// that it cannot run with, as controller-runtime's `Complete` returns it.
+    /// [`bind`](Self::bind) checks it too, and so does a Manager the controller is added to.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kubeward::controller::{Action, Context, Controller, Invalid, Reconciler};
+    /// # struct Audit;
+    /// # impl Reconciler<ConfigMap> for Audit {
+    /// #     type Error = kube::Error;
+    /// #     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, kube::Error> { Ok(Action::await_change()) }
+    /// # }
+    /// let controller = Controller::new(Audit).concurrency(0).name("audit");
+    /// assert_eq!(controller.check(), Err(Invalid::ZeroConcurrency));
+    /// ```
+    ///
+    /// # Errors
+    /// The first [`Invalid`] value given, naming the method and the value; later mistakes
+    /// wait until it is fixed.
+    pub fn check(&self) -> Result<(), Invalid> {
+        self.invalid.clone().map_or(Ok(()), Err)
     }
-    finalizer
+
+    /// The controller with `checked`'s mistake kept, unless it keeps an earlier one.
+    pub(super) fn keep_first(mut self, checked: Result<(), Invalid>) -> Self {
+        if let Err(mistake) = checked {
+            self.invalid.get_or_insert(mistake);
+        }
+        self
+    }
 }
+
+/// Whether the API server would take `finalizer`, given to `method`: a qualified name with a
+/// domain.
+pub(super) fn check_finalizer(method: &'static str, finalizer: &str) -> Result<(), Invalid> {
+    crate::names::domain_qualified_name(finalizer).map_err(|reason| Invalid::Finalizer {
+        method,
+        finalizer: finalizer.to_owned(),
+        reason,
+    })
+}
+
+// The tests use the testing kit's no-op reconciler.
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+    use kube::discovery::Scope;
 
-    use kube::api::ObjectMeta;
-
-    use super::{Controller, Predicate, drain_label};
+    use super::{Controller, Invalid, Predicate, drain_label};
+    use crate::controller::Cluster;
+    use crate::informer::Factory;
     use crate::sharding::shard_label;
     use crate::testing::NoopReconciler as Nothing;
 
-    #[test]
-    #[should_panic(expected = "Controller::concurrency(0): a controller needs at least one worker")]
-    fn a_concurrency_of_zero_panics_where_it_is_set() {
-        let _ = Controller::<ConfigMap>::new(Nothing).concurrency(0);
+    /// The message of the mistake `controller` keeps.
+    fn mistake<K>(controller: &Controller<K>) -> String {
+        match controller.check() {
+            Err(invalid) => invalid.to_string(),
+            Ok(()) => panic!("the controller kept no mistake: {controller:?}"),
+        }
     }
 
     #[test]
-    #[should_panic(
-        expected = "finalizer \"cleanup\" is not a qualified name like `example.com/cleanup`: it needs a domain prefix"
-    )]
-    fn a_finalizer_without_a_domain_panics_where_it_is_given() {
-        let _ = Controller::<ConfigMap>::with_finalizer(Nothing, "cleanup");
+    fn a_controller_built_from_valid_values_checks() {
+        let controller = Controller::<ConfigMap>::with_finalizer(Nothing, "example.com/cleanup")
+            .concurrency(2)
+            .condition("example.com/Synced")
+            .ring("widgets.v1");
+        assert_eq!(controller.check(), Ok(()));
     }
 
     #[test]
-    #[should_panic(expected = "Controller::ring(\"Widgets_\"): a ring names a Lease")]
-    fn a_ring_that_cannot_name_a_lease_panics_where_it_is_given() {
-        let _ = Controller::<ConfigMap>::new(Nothing).ring("Widgets_");
+    fn a_concurrency_of_zero_is_kept_and_names_the_method() {
+        let controller = Controller::<ConfigMap>::new(Nothing).concurrency(0);
+        assert_eq!(controller.check(), Err(Invalid::ZeroConcurrency));
+        assert_eq!(
+            mistake(&controller),
+            "Controller::concurrency(0): a controller needs at least one worker"
+        );
+    }
+
+    #[test]
+    fn a_finalizer_without_a_domain_is_kept_and_names_the_method_and_the_finalizer() {
+        let controller = Controller::<ConfigMap>::with_finalizer(Nothing, "cleanup");
+        assert_eq!(
+            mistake(&controller),
+            "Controller::with_finalizer: finalizer \"cleanup\" is not a qualified name like \
+             `example.com/cleanup`: it needs a domain prefix and a slash"
+        );
+    }
+
+    #[test]
+    fn a_dynamic_finalizer_without_a_domain_names_the_dynamic_method() {
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let controller = Controller::<DynamicObject>::dynamic_with_finalizer(
+            Nothing,
+            "cleanup",
+            &resource,
+            &Scope::Namespaced,
+        );
+        assert!(
+            mistake(&controller).starts_with(
+                "Controller::dynamic_with_finalizer: finalizer \"cleanup\" is not a qualified name"
+            ),
+            "{}",
+            mistake(&controller)
+        );
+    }
+
+    #[test]
+    fn a_condition_type_that_is_no_qualified_name_is_kept_and_names_the_type() {
+        let controller = Controller::<ConfigMap>::new(Nothing).condition("Not Ready");
+        assert!(
+            mistake(&controller).starts_with(
+                "Controller::condition(\"Not Ready\"): a condition type is a qualified name: "
+            ),
+            "{}",
+            mistake(&controller)
+        );
+        assert_eq!(
+            &*controller.reporting.condition,
+            super::super::failure::DEFAULT_CONDITION,
+            "the bad type is not used"
+        );
+    }
+
+    #[test]
+    fn a_ring_that_cannot_name_a_lease_is_kept_and_names_the_ring() {
+        let controller = Controller::<ConfigMap>::new(Nothing).ring("Widgets_");
+        assert!(
+            mistake(&controller).starts_with(
+                "Controller::ring(\"Widgets_\"): a ring names a Lease, a label value and label keys: "
+            ),
+            "{}",
+            mistake(&controller)
+        );
+    }
+
+    #[test]
+    fn the_first_mistake_is_kept_and_later_calls_still_chain() {
+        let controller = Controller::<ConfigMap>::new(Nothing)
+            .ring("Widgets_")
+            .concurrency(0)
+            .name("named-after-the-mistake");
+        assert!(matches!(controller.check(), Err(Invalid::Ring { .. })));
+        assert_eq!(controller.resolved_name(), "named-after-the-mistake");
+    }
+
+    #[tokio::test]
+    async fn bind_refuses_a_controller_with_a_mistake_and_registers_nothing() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        let client = kube::Client::try_from(config).expect("a plain HTTP config builds a client");
+        let factory = Arc::new(Factory::new(client));
+        let bound = Controller::<ConfigMap>::new(Nothing)
+            .owns::<k8s_openapi::api::core::v1::Secret>()
+            .concurrency(0)
+            .bind(&Cluster::new(Arc::clone(&factory)));
+        assert_eq!(bound.err(), Some(Invalid::ZeroConcurrency));
+        assert!(factory.observe().is_empty(), "no informer was made");
     }
 
     fn config_map(generation: i64, labels: &[(&str, &str)]) -> ConfigMap {

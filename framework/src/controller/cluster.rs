@@ -119,7 +119,8 @@ mod tests {
         let _bound = Controller::new(Idle)
             .owns::<Secret>()
             .watches_metadata::<Secret>(|_| Vec::new())
-            .bind(&cluster);
+            .bind(&cluster)
+            .expect("a valid controller");
         let resources: Vec<String> = factory.observe().into_iter().map(|o| o.resource).collect();
         let paths =
             |plural: &str| format!("/api/v1/namespaces/a/{plural},/api/v1/namespaces/b/{plural}");

@@ -4,6 +4,7 @@
 use kube::discovery::Scope;
 use serde::Serialize;
 
+use super::builder::check_finalizer;
 use super::erased::{erase, erase_finalized};
 use super::{Cacheable, Cleanup, Controller, Kind, Reconciler};
 
@@ -52,20 +53,23 @@ impl<K: Cacheable + Serialize> Controller<K> {
     /// As [`dynamic`](Self::dynamic), behind the finalizer `finalizer`, as
     /// [`Controller::with_finalizer`] does for a kind known at compile time.
     ///
-    /// # Panics
-    /// If `finalizer` is not a qualified name with a domain, where it is called.
-    #[track_caller]
+    /// # Errors
+    /// If `finalizer` is not a qualified name with a domain, the controller keeps
+    /// [`Invalid::Finalizer`](super::Invalid::Finalizer), which
+    /// [`check`](Self::check) and [`bind`](Self::bind) return.
     pub fn dynamic_with_finalizer(
         reconciler: impl Cleanup<K>,
         finalizer: impl Into<String>,
         dyntype: &K::DynamicType,
         scope: &Scope,
     ) -> Self {
-        let finalizer = super::builder::checked_finalizer(finalizer.into());
+        let finalizer = finalizer.into();
+        let checked = check_finalizer("dynamic_with_finalizer", &finalizer);
         Self::assemble(
             Kind::erase::<K>(dyntype, scope),
             erase_finalized(reconciler, finalizer.clone()),
             Some(finalizer),
         )
+        .keep_first(checked)
     }
 }

@@ -14,11 +14,18 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
     /// Binds the controller to the manager's cluster (its informer factory, watch namespace and
     /// metrics), with the manager's default concurrency unless it set its own.
     ///
-    /// # Panics
-    /// If another controller of this manager has the same name (names label metrics and
-    /// Events, so two controllers sharing one could not be told apart).
+    /// # Errors
+    /// [`Error::InvalidController`] if another controller of this manager has the same name
+    /// (names label metrics and Events, so two controllers sharing one could not be told
+    /// apart), or the controller's builder was given a value it cannot run with.
     fn into_runnable(self, manager: &Manager) -> Result<Box<dyn Runnable>> {
         let name = self.resolved_name();
+        if let Err(invalid) = self.check() {
+            return Err(Error::InvalidController {
+                name,
+                reason: invalid.to_string(),
+            });
+        }
         let mut controller = self;
         if !controller.has_concurrency() {
             let Some(workers) = manager.config().default_concurrency() else {
@@ -41,7 +48,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());
-        let bound = controller.bind(&cluster);
+        let bound = controller.bind_unchecked(&cluster);
         manager.add_cache_readiness(&bound);
         Ok(Box::new(ControllerRunnable(bound)))
     }
@@ -145,6 +152,24 @@ mod tests {
         assert!(
             manager.add(own).is_ok(),
             "a controller with its own concurrency needs none"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_controller_its_builder_refused_a_value_for_is_refused_by_add_and_keeps_no_name() {
+        let manager = manager(Config::default());
+        let bad = Controller::<ConfigMap>::new(Nothing)
+            .name("bad")
+            .concurrency(0);
+        let (name, reason) = refused(manager.add(bad));
+        assert_eq!(name, "bad");
+        assert!(reason.contains("concurrency(0)"), "{reason}");
+        let fixed = Controller::<ConfigMap>::new(Nothing)
+            .name("bad")
+            .concurrency(1);
+        assert!(
+            manager.add(fixed).is_ok(),
+            "the refused one did not take the name"
         );
     }
 

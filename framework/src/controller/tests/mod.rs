@@ -43,7 +43,7 @@ fn start<K: Cacheable>(fake: &FakeApiServer, controller: Controller<K>) -> Runni
     let metrics = Metrics::new(&registry).expect("a new registry takes every family");
     let factory = Arc::new(Factory::new(fake.client()));
     let cluster = Cluster::new(Arc::clone(&factory)).metrics(metrics);
-    let bound = controller.bind(&cluster);
+    let bound = controller.bind(&cluster).expect("a valid controller");
     let shutdown = CancellationToken::new();
     let (runner, token) = (bound.clone(), shutdown.clone());
     let task = tokio::spawn(async move { runner.run(token.cancelled_owned()).await });

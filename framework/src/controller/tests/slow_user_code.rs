@@ -90,7 +90,8 @@ async fn a_predicate_that_blocks_delays_no_other_controller_on_the_same_informer
     let cluster = super::Cluster::new(Arc::clone(&slow.factory));
     let fast = Controller::new(Recorder(fast_tx))
         .name("fast")
-        .bind(&cluster);
+        .bind(&cluster)
+        .expect("a valid controller");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (runner, token) = (fast.clone(), shutdown.clone());
     let fast_task = tokio::spawn(async move { runner.run(token.cancelled_owned()).await });

@@ -428,7 +428,10 @@ async fn shutdown_lets_the_reconcile_in_flight_finish_and_starts_nothing_new() {
     let registry = prometheus::Registry::new();
     let metrics = crate::metrics::Metrics::new(&registry).expect("a new registry");
     let cluster = Cluster::new(Arc::new(Factory::new(fake.client()))).metrics(metrics);
-    let bound = quiet(probe).concurrency(1).bind(&cluster);
+    let bound = quiet(probe)
+        .concurrency(1)
+        .bind(&cluster)
+        .expect("a valid controller");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let token = shutdown.clone();
     let run = tokio::spawn(async move {

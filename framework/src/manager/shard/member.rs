@@ -113,7 +113,7 @@ impl Manager {
         let cluster = Cluster::new(Arc::clone(&state.factory))
             .cache(self.config().cache_scope().clone())
             .metrics(self.metrics().clone());
-        let bound = controller.bind(&cluster);
+        let bound = controller.bind_unchecked(&cluster);
         self.add_cache_readiness(&bound);
         let Some(shard) = &self.config().shard else {
             unreachable!("invariant: only a manager configured as a shard has shard members");

@@ -25,7 +25,7 @@ async fn a_bound_controller_reconciles_cleans_up_and_stops_without_a_manager() -
     let ns = cp.create_namespace("without-manager").await?;
     let factory = Arc::new(Factory::new(cp.client()));
     let cluster = Cluster::new(Arc::clone(&factory)).namespace(Some(ns.clone()));
-    let bound = controller_without_macro().bind(&cluster);
+    let bound = controller_without_macro().bind(&cluster)?;
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     let run = tokio::spawn(async move { bound.run(stop.cancelled_owned()).await });
