@@ -8,7 +8,7 @@
 # links statically by default. Stage 2 is `scratch`: no shell, no package manager, no libc; the
 # binary talks TLS through rustls and trusts the cluster CA from its ServiceAccount mount.
 
-ARG RUST_VERSION=1.88
+ARG RUST_VERSION=1.89
 
 FROM rust:${RUST_VERSION}-alpine AS builder
 # musl-dev: the C runtime and headers that `ring` (rustls's crypto) compiles against.

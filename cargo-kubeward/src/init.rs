@@ -111,7 +111,12 @@ const CHART: &[(&str, &str)] = &[
 
 /// The project's other files, kept in `templates/init/`.
 const FILES: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../templates/init/Cargo.toml")),
+    // Not named Cargo.toml: cargo would take its folder for another package and leave the
+    // templates out of the published crate.
+    (
+        "Cargo.toml",
+        include_str!("../templates/init/Cargo.toml.template"),
+    ),
     ("README.md", include_str!("../templates/init/README.md")),
     ("Dockerfile", include_str!("../templates/init/Dockerfile")),
     (
@@ -127,21 +132,33 @@ const FILES: &[(&str, &str)] = &[
     ("scripts/ci", include_str!("../templates/init/scripts/ci")),
 ];
 
-/// The released kubeward the project depends on, unless `--path` names a clone.
-const KUBEWARD_VERSION: &str = "0.1";
+/// The kubeward the project depends on: this tool's version, since the workspace releases its
+/// crates together.
+const KUBEWARD_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where the project's kubeward comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Source<'a> {
+    /// The crate registry.
+    Registry,
+    /// A clone's `framework/` folder (`--path`).
+    Path(&'a Path),
+    /// A folder of crates laid out as `cargo vendor --versioned-dirs` does, kubeward's packaged
+    /// crates among them (`--vendored`), used in place of the registry.
+    Vendored(&'a Path),
+}
 
 /// The plan of `init`: the project `folder` in `cwd` (`.`: `cwd` itself, which names it), for
-/// `group`, with kubeward from `framework` (the `framework/` folder of a kubeward clone) or the
-/// released crates.
+/// `group`, with kubeward from `source`.
 ///
 /// # Errors
-/// A name or group Kubernetes or cargo would refuse, a folder that is not empty, or a
-/// `framework` folder without kubeward.
+/// A name or group Kubernetes or cargo would refuse, a folder that is not empty, a `--path`
+/// folder without kubeward or a `--vendored` folder without this version of it.
 pub(crate) fn plan(
     cwd: &Path,
     folder: &str,
     group: &str,
-    framework: Option<&Path>,
+    source: Source<'_>,
 ) -> anyhow::Result<Plan> {
     let (root, name) = if folder == "." {
         let name = cwd.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -164,21 +181,25 @@ pub(crate) fn plan(
             root.display()
         );
     }
-    let (kubeward, kubeward_testing) = match framework {
-        None => (
+    let (kubeward, kubeward_testing) = match source {
+        Source::Registry | Source::Vendored(_) => (
             format!("kubeward = \"{KUBEWARD_VERSION}\""),
             format!("kubeward = {{ version = \"{KUBEWARD_VERSION}\", features = [\"testing\"] }}"),
         ),
-        Some(path) => {
+        Source::Path(path) => {
             let path = absolute(cwd, path)?;
             let path = path.display();
             (
-                format!("kubeward = {{ path = \"{path}\", version = \"0.1.0\" }}"),
+                format!("kubeward = {{ path = \"{path}\", version = \"{KUBEWARD_VERSION}\" }}"),
                 format!(
-                    "kubeward = {{ path = \"{path}\", version = \"0.1.0\", features = [\"testing\"] }}"
+                    "kubeward = {{ path = \"{path}\", version = \"{KUBEWARD_VERSION}\", features = [\"testing\"] }}"
                 ),
             )
         }
+    };
+    let vendored = match source {
+        Source::Vendored(folder) => Some(vendored_config(&vendored(cwd, folder)?)),
+        Source::Registry | Source::Path(_) => None,
     };
     let project = Project {
         name: name.to_owned(),
@@ -195,6 +216,9 @@ pub(crate) fn plan(
     ];
     let mut plan = Plan::new(root);
     plan.create(project::FILE, project.render());
+    if let Some(config) = vendored {
+        plan.create(".cargo/config.toml", config);
+    }
     for (path, template) in FILES {
         plan.create(*path, render(template, &values));
     }
@@ -234,6 +258,41 @@ fn is_new_or_empty(root: &Path) -> anyhow::Result<bool> {
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", root.display())),
     }
+}
+
+/// `folder` made absolute against `cwd`, checked to hold this version of kubeward as `cargo vendor
+/// --versioned-dirs` lays it out.
+fn vendored(cwd: &Path, folder: &Path) -> anyhow::Result<PathBuf> {
+    let folder = cwd.join(folder);
+    let folder = folder
+        .canonicalize()
+        .with_context(|| format!("--vendored {}", folder.display()))?;
+    let kubeward = format!("kubeward-{KUBEWARD_VERSION}");
+    if !folder.join(&kubeward).join("Cargo.toml").is_file() {
+        bail!(
+            "--vendored {} holds no {kubeward}/Cargo.toml (crates laid out as `cargo vendor \
+             --versioned-dirs` does, with kubeward's packaged crates: `scripts/package-check` in \
+             kubeward's repository makes such a folder)",
+            folder.display()
+        );
+    }
+    Ok(folder)
+}
+
+/// The project's `.cargo/config.toml` that builds it against the crates in `folder` in place of
+/// the registry.
+fn vendored_config(folder: &Path) -> String {
+    format!(
+        "# Made by `cargo kubeward init --vendored`: this project builds against the crates in the\n\
+         # folder below (kubeward's packaged crates and their dependencies) in place of the crate\n\
+         # registry, to try kubeward before its release. Delete this file to use the registry.\n\
+         [source.crates-io]\n\
+         replace-with = \"kubeward-vendored\"\n\
+         \n\
+         [source.kubeward-vendored]\n\
+         directory = \"{}\"\n",
+        folder.display()
+    )
 }
 
 /// `path` made absolute against `cwd`, checked to be kubeward's `framework/` folder.

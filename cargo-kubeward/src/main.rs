@@ -52,6 +52,12 @@ enum Command {
         /// Depend on a kubeward clone (its `framework/` folder) instead of the released crates.
         #[arg(long)]
         path: Option<PathBuf>,
+        /// Build against the crates in this folder in place of the crate registry, to try a
+        /// kubeward before its release: kubeward's packaged crates and their dependencies, laid
+        /// out as `cargo vendor --versioned-dirs` does (kubeward's `scripts/package-check` makes
+        /// one). Writes `.cargo/config.toml`; delete it to use the registry.
+        #[arg(long, value_name = "FOLDER", conflicts_with = "path")]
+        vendored: Option<PathBuf>,
     },
     /// Adds to the project in the current folder.
     #[command(subcommand)]
@@ -122,7 +128,19 @@ fn run(
     }
     let cli = Cli::parse_from(args);
     let plan = match &cli.command {
-        Command::Init { name, group, path } => init::plan(cwd, name, group, path.as_deref())?,
+        Command::Init {
+            name,
+            group,
+            path,
+            vendored,
+        } => {
+            let source = match (path, vendored) {
+                (Some(path), _) => init::Source::Path(path),
+                (None, Some(folder)) => init::Source::Vendored(folder),
+                (None, None) => init::Source::Registry,
+            };
+            init::plan(cwd, name, group, source)?
+        }
         Command::Create(Create::Api {
             group,
             version,

@@ -56,7 +56,7 @@ impl fmt::Display for Error {
     }
 }
 
-/// Its causes are in its text (see [`Error`]); [`next_cause`] reaches inside for the crate.
+/// Its causes are in its text (see [`Error`]); `next_cause` reaches inside for the crate.
 impl StdError for Error {}
 
 /// The cause after `link` in a chain: the error an [`Error`] holds, else `link`'s source.

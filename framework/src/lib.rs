@@ -1,5 +1,8 @@
 //! kubeward is a Kubernetes controller framework: informers feed rate-limited work queues that
 //! call your [`Reconciler`](controller::Reconciler), with leader election and Prometheus metrics.
+//! It is what client-go and controller-runtime are to Go operators, built on the kube-rs client:
+//! `kube::Client`, k8s-openapi types and kube's `CustomResource` derive stay as they are, and
+//! [`Controller`](macro@Controller) derives a custom resource's wiring, RBAC rules and CRD.
 //!
 //! Start at [`controller`]: implement [`Reconciler`](controller::Reconciler) for your kind, build a
 //! [`Controller`](controller::Controller), hand it to a [`Manager`](manager::Manager) and run it.
@@ -43,27 +46,17 @@
 //!
 //! # Features
 //!
-//! - `cli` (default): the [`cli`] module, [`Operator::from_args`](cli::Operator::from_args), its
-//!   flags, subcommands and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a
-//!   [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader
-//!   election and metrics are all there (the `crd` and `manifests` subcommands are the command
-//!   line's).
-//! - `tls` (default): HTTPS serving with rustls (the `tls` module; rcgen for self-signed
-//!   certificates) and secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the
-//!   Helm chart).
-//! - `webhooks` (turns on `tls`): admission and conversion webhooks (the `webhook` module,
-//!   `Manager::add_webhook` and `add_conversion`, the `--webhook-*` flags), and a sharded ring's
-//!   assignment webhooks. As with kubebuilder's `create webhook`, an operator adds them when it
-//!   has webhooks; a CRD's versions and their [`conversion`]s compile without it, and without it
-//!   the `crd` command prints a CRD that serves only its stored version.
-//! - `sharding`: one controller spread over replicas, each reconciling its share (the sharder,
-//!   shard Leases, `Config::shard`, the `--shard-*` flags, the `shards`
-//!   command; with `webhooks`, the ring's assignment webhooks). Without it,
-//!   [`Controller::ring`](controller::Controller::ring) only names the ring; [`sharding`] keeps
-//!   its labels and keys.
-//! - `testing`: the test kit (the `kubeward-testing` crate, re-exported as `testing`) and
-//!   kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]`
-//!   only.
+//! | feature | default | turns on |
+//! | --- | --- | --- |
+//! | `cli` | yes | the [`cli`] module: [`Operator::from_args`](cli::Operator::from_args), its flags, subcommands and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader election and metrics are all there (the `crd` and `manifests` subcommands are the command line's) |
+//! | `tls` | yes | HTTPS serving with rustls (the `tls` module; rcgen for self-signed certificates) and secure metrics (`Config::metrics_secure`, `--metrics-secure`, on in the Helm chart) |
+//! | `webhooks` | no | admission and conversion webhooks (the `webhook` module, `Manager::add_webhook` and `add_conversion`, the `--webhook-*` flags) and a sharded ring's assignment webhooks; turns on `tls`. As with kubebuilder's `create webhook`, an operator adds them when it has webhooks; a CRD's versions and their [`conversion`]s compile without it, and without it the `crd` command prints a CRD that serves only its stored version |
+//! | `sharding` | no | one controller spread over replicas, each reconciling its share (the sharder, shard Leases, `Config::shard`, the `--shard-*` flags, the `shards` command; with `webhooks`, the ring's assignment webhooks). Without it, [`Controller::ring`](controller::Controller::ring) only names the ring; [`sharding`] keeps its labels and keys |
+//! | `testing` | no | the test kit (the `kubeward-testing` crate, re-exported as `testing`) and kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]` only |
+//!
+//! On docs.rs every item says the feature it needs. kubeward enables no Kubernetes version of
+//! k8s-openapi: the operator's binary picks one (`k8s-openapi = { features = ["latest"] }`), as
+//! with kube.
 //!
 //! The smallest build, `default-features = false`, keeps informers, queues, controllers, the
 //! reconcile kit, leader election, plain-HTTP metrics and probes and the manager with a `Config`
@@ -95,7 +88,17 @@
 //! `error`, `names` (the API server's name rules) and `task` (spawning boxed futures) serve every
 //! layer. A test (`src/tests/layers.rs`) fails when a module's code names a
 //! module below it in this table, or when a module has no row.
+//!
+//! # Where to read on
+//!
+//! The kubeward book, in the repository's `book/` folder (`mdbook serve book`), walks from a first
+//! operator (`cargo kubeward init`, the tutorial) through every concept above to operations
+//! (the Helm chart, RBAC, metrics, high availability) and testing; its Migrating page maps
+//! controller-runtime, client-go and kube-runtime names to kubeward's, and the repository's
+//! `CHANGELOG.md` says what changed between versions.
 #![doc(test(attr(deny(warnings))))]
+// docs.rs builds with nightly and `--cfg docsrs`: each item shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod cache;
 #[cfg(feature = "cli")]

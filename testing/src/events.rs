@@ -6,7 +6,7 @@ use kube::{Api, Client, Resource};
 
 use super::{Error, Result};
 
-/// The Events (`events.k8s.io/v1`, what [`Context::event`](crate::controller::Context::event)
+/// The Events (`events.k8s.io/v1`, what kubeward's `Context::event`
 /// writes) whose subject is `obj`, oldest first. Works on the control plane and on the fake.
 ///
 /// Matches by uid when `obj` has one (a later object of the same name is not confused with it),

@@ -89,3 +89,42 @@ fn create_webhook_help_says_what_conversion_makes() {
         "{help}"
     );
 }
+
+#[test]
+fn init_vendored_builds_against_the_folder_in_place_of_the_registry() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let crates = dir.path().join("vendor");
+    let kubeward = crates.join(format!("kubeward-{}", env!("CARGO_PKG_VERSION")));
+    std::fs::create_dir_all(&kubeward)?;
+    std::fs::write(kubeward.join("Cargo.toml"), "")?;
+    cargo_kubeward(
+        dir.path(),
+        "init memo-operator --group example.com --vendored vendor",
+    )?;
+    let files = snapshot(&dir.path().join("memo-operator"));
+    let config = &files[".cargo/config.toml"];
+    assert!(config.contains("replace-with = \"kubeward-vendored\""));
+    assert!(config.contains(&format!(
+        "directory = \"{}\"",
+        crates.canonicalize()?.display()
+    )));
+    assert!(files["Cargo.toml"].contains(&format!("kubeward = \"{}\"", env!("CARGO_PKG_VERSION"))));
+    Ok(())
+}
+
+#[test]
+fn init_vendored_refuses_a_folder_without_this_kubeward() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join("vendor"))?;
+    let error = cargo_kubeward(
+        dir.path(),
+        "init memo-operator --group example.com --vendored vendor",
+    )
+    .expect_err("a folder without kubeward is refused");
+    assert!(
+        format!("{error:#}").contains("holds no kubeward-"),
+        "{error:#}"
+    );
+    assert!(!dir.path().join("memo-operator").exists());
+    Ok(())
+}

@@ -72,8 +72,8 @@ fn init_makes_the_project_and_every_file_is_rendered() -> anyhow::Result<()> {
         );
     }
     assert!(
-        files["Cargo.toml"].contains("kubeward = \"0.1\""),
-        "released kubeward by default"
+        files["Cargo.toml"].contains(&format!("kubeward = \"{}\"", env!("CARGO_PKG_VERSION"))),
+        "released kubeward, of the tool's version, by default"
     );
     assert!(files["src/main.rs"].contains("memo_operator::register(&manager)?;"));
     assert!(files.values().all(|f| !f.contains("@@")));
@@ -198,9 +198,10 @@ fn create_webhook_turns_on_the_feature_and_the_chart_values() -> anyhow::Result<
         "create webhook --kind Memo --defaulting --validation",
     )?;
     let files = snapshot(&root);
-    assert!(
-        files["Cargo.toml"].contains("kubeward = { version = \"0.1\", features = [\"webhooks\"] }")
-    );
+    assert!(files["Cargo.toml"].contains(&format!(
+        "kubeward = {{ version = \"{}\", features = [\"webhooks\"] }}",
+        env!("CARGO_PKG_VERSION")
+    )));
     assert!(files["charts/memo-operator/values.yaml"].contains("webhooks:\n  # -- Serve"));
     assert!(
         files["charts/memo-operator/values.yaml"]

@@ -12,7 +12,7 @@
 //!
 //! # Kinds known at run time
 //!
-//! `K` is usually a compiled kind ([`Watchable`](crate::informer::Watchable)): a k8s-openapi
+//! `K` is usually a compiled kind ([`Watchable`]): a k8s-openapi
 //! type or a kube `CustomResource`. A controller can also run over a kind found only at run
 //! time, e.g. by `kube::discovery`: [`Controller::dynamic`] takes `DynamicObject`'s
 //! `ApiResource` (any `K`'s `Resource::DynamicType`) and the kind's scope. The controller keeps

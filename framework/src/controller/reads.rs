@@ -23,7 +23,8 @@ use crate::metrics::ReadSource;
 impl<K: Resource> Context<K> {
     /// The object of `C` named `name` in `namespace` (`None` for a cluster-scoped kind), or
     /// `None` when there is none: from the cache when a synced informer of `C` covers
-    /// `namespace`, else from the API server (see the [module docs](self)).
+    /// `namespace`, else from the API server (a read never starts an informer: `owns` and
+    /// `watches` keep a kind cached).
     ///
     /// A cache made with a label or field selector only holds the objects it selects, and
     /// answers `None` for the others, as controller-runtime's cached client does.
@@ -46,8 +47,8 @@ impl<K: Resource> Context<K> {
 
     /// The objects of `C` in `namespace` (every namespace the controller watches when `None`)
     /// whose labels match `selector` (`Selector::default()` for all): from the cache when a
-    /// synced informer of `C` covers `namespace`, else from the API server (see the
-    /// [module docs](self)). Order is unspecified.
+    /// synced informer of `C` covers `namespace`, else from the API server (a read never starts
+    /// an informer: `owns` and `watches` keep a kind cached). Order is unspecified.
     ///
     /// ```no_run
     /// # use std::sync::Arc;

@@ -8,7 +8,7 @@ use super::{Error, Manager, Result};
 use crate::webhook::{self, Admissible, Admission, Defaulter, Endpoint, Route, Server, Validator};
 
 impl Manager {
-    /// Serves `webhook` on the webhook server (see [`webhook`](crate::webhook)), which every
+    /// Serves `webhook` on the webhook server (see [`webhook`]), which every
     /// replica runs, leader or not.
     ///
     /// # Errors

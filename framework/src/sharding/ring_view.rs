@@ -47,7 +47,7 @@ pub struct ShardRow {
 /// The view of `ring`, whose shard Leases are in `lease_namespace` and whose objects are of
 /// `kinds` (with whether each is namespaced), counted in `namespaces` (all when empty).
 ///
-/// The objects are read metadata-only, [`PAGE`] at a time, and grouped by their shard label.
+/// The objects are read metadata-only, 500 at a time, and grouped by their shard label.
 ///
 /// # Errors
 /// A list the API server refuses (e.g. no permission to list a kind or the Leases).

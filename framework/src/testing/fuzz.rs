@@ -16,7 +16,8 @@ use crate::webhook::{Admission, Defaulter, Validator};
 /// A fuzz target: takes any bytes, never panics.
 pub type Target = fn(&[u8]);
 
-/// The fuzz targets by name, as `fuzz/fuzz_targets/NAME.rs` and `fuzz/corpus/NAME/` call them.
+/// The fuzz targets by name, as `fuzz/fuzz_targets/NAME.rs` and `corpus/NAME/` (shipped with the
+/// crate; `fuzz/corpus` links to it) call them.
 pub const TARGETS: &[(&str, Target)] = &[
     ("watch_stream", watch_stream),
     ("list_page", list_page),
@@ -262,7 +263,7 @@ mod tests {
     /// the review handlers (200), the body limit (413) and the handlers' refusals (400).
     #[test]
     fn the_http_targets_answer_their_seeds_through_the_router() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
         let seeds = [
             ("admission_http/create_validator_http1", 200),
             (
@@ -307,11 +308,11 @@ mod tests {
         }
     }
 
-    /// Every file of every target's corpus in `fuzz/corpus/`, through its target: the inputs
+    /// Every file of every target's corpus in `corpus/`, through its target: the inputs
     /// the fuzzer kept (and the crashes it found, once fixed) stay tested on stable.
     #[test]
     fn every_fuzz_corpus_replays_without_a_panic() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
         let mut replayed = 0;
         for (name, target) in TARGETS {
             let dir = root.join(name);
