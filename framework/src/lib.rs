@@ -83,6 +83,7 @@
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
 //! | [`manager`] | runs controllers per term of leadership, endpoints, shutdown |
+//! | [`serving`] | the probes and metrics endpoints, a runnable of the manager |
 //! | `cli` | on top: the command line's flags, logging and subcommands, and the manager they describe (feature `cli`) |
 //!
 //! `error`, `names` (the API server's name rules) and `task` (spawning boxed futures) serve every
@@ -117,6 +118,7 @@ mod names;
 pub mod queue;
 pub mod rbac;
 pub mod reconcile;
+pub mod serving;
 pub mod sharding;
 mod spare_capacity;
 mod task;

@@ -7,7 +7,8 @@ use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 
 use kubeward::leader;
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward::manager::{Config, LeaderElection, Manager};
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 
 #[tokio::main]
@@ -25,11 +26,13 @@ async fn main() -> anyhow::Result<()> {
         None,
         leader::Config::default(),
     );
-    let config = Config::default()
-        .metrics_bind_address(everywhere(8080))
-        .health_probe_bind_address(everywhere(8081))
-        .leader_election(Some(election));
+    let config = Config::default().leader_election(Some(election));
     let manager = Manager::new(kube::Config::infer().await?, config)?;
+    manager.add(
+        Endpoints::new()
+            .metrics(everywhere(8080))
+            .health_probes(everywhere(8081)),
+    )?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?)
 }

@@ -22,7 +22,8 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
 use kubeward::cli::{LogFormat, init_logging};
 use kubeward::leader;
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward::sharding::{RING_LABEL, shard_label};
 use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;
@@ -123,12 +124,12 @@ fn start_operator(cp: &ControlPlane, shard: Option<String>) -> anyhow::Result<Re
         leader::Config::default(),
     );
     let config = Config::default()
-        .metrics_bind_address(BindAddress::On(metrics_addr))
         .leader_election(Some(election))
         .shard(shard.map(|id| Shard::new(RING, id).namespace(Some(RELEASE_NAMESPACE.into()))));
     // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
     let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
     let manager = Manager::new(client, config)?;
+    manager.add(Endpoints::new().metrics(BindAddress::On(metrics_addr)))?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());

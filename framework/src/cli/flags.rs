@@ -9,7 +9,8 @@ use super::Command;
 use super::duration::parse_duration;
 use crate::informer::{self, CacheScope, WatchList};
 use crate::leader;
-use crate::manager::{BindAddress, Config, Error, LeaderElection, OnLeadershipLoss};
+use crate::manager::{Config, Error, LeaderElection, OnLeadershipLoss};
+use crate::serving::{BindAddress, Endpoints};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and
 /// kubebuilder; each can also be set through the environment variable shown in `--help`.
@@ -215,8 +216,6 @@ impl Flags {
         });
         let config = Config::default()
             .leader_election(election)
-            .metrics_bind_address(self.metrics_bind_address)
-            .health_probe_bind_address(self.health_probe_bind_address)
             .max_concurrent_reconciles(self.max_concurrent_reconciles)
             .graceful_shutdown_timeout(self.graceful_shutdown_timeout)
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
@@ -225,13 +224,24 @@ impl Flags {
         #[cfg(feature = "sharding")]
         let config = config.shard(shard);
         #[cfg(feature = "tls")]
-        let config = config
-            .metrics_secure(self.metrics_secure)
-            .enable_http2(self.enable_http2)
-            .metrics_cert_dir(self.metrics_cert_dir.clone());
+        let config = config.enable_http2(self.enable_http2);
         #[cfg(feature = "webhooks")]
         let config = config.webhook(self.webhook.config());
         Ok(config)
+    }
+
+    /// Where the probes and metrics are served (`--metrics-bind-address`,
+    /// `--health-probe-bind-address`, `--metrics-secure`, `--metrics-cert-dir`); the operator
+    /// adds them to its manager unless a [`Command`] runs instead.
+    pub fn endpoints(&self) -> Endpoints {
+        let endpoints = Endpoints::new()
+            .metrics(self.metrics_bind_address)
+            .health_probes(self.health_probe_bind_address);
+        #[cfg(feature = "tls")]
+        if self.metrics_secure {
+            return endpoints.secure_metrics(self.metrics_cert_dir.clone());
+        }
+        endpoints
     }
 
     /// [`Self::config`], and, unless a [`Command`] runs instead of the operator,
@@ -407,7 +417,7 @@ mod tests {
     fn metrics_are_plain_unless_metrics_secure_is_given_with_or_without_a_value() {
         let plain = Flags::try_parse_from(["op"]).unwrap();
         assert!(!plain.metrics_secure);
-        assert!(!plain.config().unwrap().metrics_secure);
+        assert!(format!("{:?}", plain.endpoints()).contains("secure: false"));
         let secure = Flags::try_parse_from(["op", "--metrics-secure", "crd"]).unwrap();
         assert!(secure.metrics_secure);
         assert!(
@@ -416,12 +426,15 @@ mod tests {
         );
         let off = Flags::try_parse_from(["op", "--metrics-secure=false"]).unwrap();
         assert!(!off.metrics_secure);
-        let dir = Flags::try_parse_from(["op", "--metrics-secure", "--metrics-cert-dir=/certs"])
-            .unwrap()
-            .config()
-            .unwrap();
+        let dir =
+            Flags::try_parse_from(["op", "--metrics-secure", "--metrics-cert-dir=/certs"]).unwrap();
         assert!(dir.metrics_secure);
         assert_eq!(dir.metrics_cert_dir.as_deref(), Some(Path::new("/certs")));
+        let endpoints = format!("{:?}", dir.endpoints());
+        assert!(
+            endpoints.contains("secure: true, cert_dir: Some(\"/certs\")"),
+            "{endpoints}"
+        );
     }
 
     #[test]

@@ -1,8 +1,5 @@
 //! Configures a Manager: endpoints, concurrency, watch scope and shutdown.
 
-use std::net::SocketAddr;
-#[cfg(feature = "tls")]
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[cfg(feature = "sharding")]
@@ -21,15 +18,6 @@ pub struct LeaderElection {
     pub(crate) namespace: Option<String>,
     pub(crate) config: leader::Config,
     pub(crate) on_loss: OnLeadershipLoss,
-}
-
-/// An address to serve on, or off (`0`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BindAddress {
-    /// Do not serve.
-    Off,
-    /// Serve on this address.
-    On(SocketAddr),
 }
 
 /// What a manager does when it loses the Lease (`--leader-election-on-loss`).
@@ -78,16 +66,11 @@ impl LeaderElection {
     }
 }
 
-/// How a [`Manager`](super::Manager) runs; [`Flags::config`](super::Flags::config) builds one
-/// from the command line.
+/// How a [`Manager`](super::Manager) runs; `cli::Flags::config` builds one from the command
+/// line. Where it serves probes and metrics is the [`Endpoints`](crate::serving::Endpoints)
+/// added to it.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub(crate) metrics_bind_address: BindAddress,
-    pub(crate) health_probe_bind_address: BindAddress,
-    #[cfg(feature = "tls")]
-    pub(crate) metrics_secure: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) metrics_cert_dir: Option<PathBuf>,
     #[cfg(feature = "tls")]
     pub(crate) enable_http2: bool,
     pub(crate) max_concurrent_reconciles: u16,
@@ -103,16 +86,9 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// Endpoints off (so tests and embedded managers bind nothing), one reconcile at a time per
-    /// controller, 30 s to finish in-flight work, all namespaces.
+    /// One reconcile at a time per controller, 30 s to finish in-flight work, all namespaces.
     fn default() -> Self {
         Self {
-            metrics_bind_address: BindAddress::Off,
-            health_probe_bind_address: BindAddress::Off,
-            #[cfg(feature = "tls")]
-            metrics_secure: false,
-            #[cfg(feature = "tls")]
-            metrics_cert_dir: None,
             #[cfg(feature = "tls")]
             enable_http2: false,
             max_concurrent_reconciles: 1,
@@ -149,34 +125,6 @@ impl Config {
         self
     }
 
-    /// Where `/metrics` is served.
-    #[must_use]
-    pub fn metrics_bind_address(mut self, address: BindAddress) -> Self {
-        self.metrics_bind_address = address;
-        self
-    }
-
-    /// Serve `/metrics` over HTTPS, only to callers whose bearer token the API server accepts
-    /// (`TokenReview`) and whose user may `get` `/metrics` (`SubjectAccessReview`), as kubebuilder's
-    /// `--metrics-secure`. The manager's ServiceAccount needs `create` on `tokenreviews` and
-    /// `subjectaccessreviews`. Off by default; the health probes stay plain HTTP.
-    #[cfg(feature = "tls")]
-    #[must_use]
-    pub fn metrics_secure(mut self, secure: bool) -> Self {
-        self.metrics_secure = secure;
-        self
-    }
-
-    /// The folder of secure metrics' serving certificate, `tls.crt` and `tls.key` (as a mounted
-    /// `kubernetes.io/tls` Secret holds them), reloaded when they change; `None`: a self-signed
-    /// certificate made at start.
-    #[cfg(feature = "tls")]
-    #[must_use]
-    pub fn metrics_cert_dir(mut self, dir: Option<PathBuf>) -> Self {
-        self.metrics_cert_dir = dir;
-        self
-    }
-
     /// Let the HTTPS servers (secure metrics, webhooks) speak HTTP/2 as well as HTTP/1.1, as
     /// kubebuilder's `--enable-http2`. Off by default, as there: HTTP/1.1 alone keeps them out of
     /// reach of HTTP/2's stream-reset floods (CVE-2023-44487), and the API server and
@@ -186,13 +134,6 @@ impl Config {
     #[must_use]
     pub fn enable_http2(mut self, on: bool) -> Self {
         self.enable_http2 = on;
-        self
-    }
-
-    /// Where `/healthz` and `/readyz` are served (may equal the metrics address).
-    #[must_use]
-    pub fn health_probe_bind_address(mut self, address: BindAddress) -> Self {
-        self.health_probe_bind_address = address;
         self
     }
 
@@ -261,6 +202,20 @@ impl Config {
     }
 
     /// What controllers cache.
+    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags), and
+    /// HTTP/2 as [`Config::enable_http2`] says.
+    #[cfg(feature = "tls")]
+    pub(crate) fn serving_limits(&self) -> crate::tls::Limits {
+        #[cfg(feature = "webhooks")]
+        let limits = self.webhook.limits;
+        #[cfg(not(feature = "webhooks"))]
+        let limits = crate::tls::Limits::default();
+        crate::tls::Limits {
+            http2: self.enable_http2,
+            ..limits
+        }
+    }
+
     pub(crate) fn cache_scope(&self) -> &CacheScope {
         &self.cache
     }

@@ -19,15 +19,13 @@ mod connection;
 mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
-mod http;
 mod namespaces;
 mod pod_namespace;
+mod probes;
 mod program;
 mod recorded;
 mod run;
 mod runnable;
-#[cfg(feature = "tls")]
-mod secure_metrics;
 #[cfg(feature = "sharding")]
 mod shard;
 mod shutdown;
@@ -41,11 +39,12 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{BindAddress, Config, LeaderElection, OnLeadershipLoss};
+pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
 pub use self::connection::Connection;
-pub use self::http::Check;
 #[cfg(all(feature = "cli", feature = "sharding"))]
 pub(crate) use self::pod_namespace::pod_namespace;
+pub use self::probes::Check;
+pub(crate) use self::probes::Probes;
 #[cfg(feature = "cli")]
 pub(crate) use self::program::{default_lease_name, program};
 #[cfg(feature = "cli")]
@@ -59,7 +58,6 @@ pub use self::shard::Shard;
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
 
-use self::http::Probes;
 use crate::informer::Factory;
 use crate::metrics::Metrics;
 
@@ -351,6 +349,11 @@ impl Manager {
                      its own with Controller::name"
                 .to_owned(),
         })
+    }
+
+    /// The health and readiness checks, which [`Endpoints`](crate::serving::Endpoints) answers.
+    pub(crate) fn probes(&self) -> Arc<Probes> {
+        Arc::clone(&self.probes)
     }
 
     /// Adds a liveness check to `/healthz`.

@@ -1,28 +1,21 @@
-//! Runs a Manager: binds the endpoints, starts the runnables (the leader-only ones for each term
-//! of leadership), waits for shutdown, drains.
+//! Runs a Manager: starts the servers, then the runnables (the leader-only ones for each term of
+//! leadership), waits for shutdown, drains, stops the servers.
 
-use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::http::{Endpoints, serve};
 use super::namespaces;
 use super::pod_namespace::pod_namespace;
-#[cfg(feature = "tls")]
-use super::secure_metrics;
-use super::{BindAddress, Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
+use super::{Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
 use crate::leader::{LeaderElector, Leadership, Status};
-#[cfg(feature = "tls")]
-use crate::metrics::auth::Guard;
 
 /// A running election: the handle to watch, the token that releases the Lease, the task.
 ///
@@ -129,8 +122,8 @@ impl Manager {
         self.add_shard_runnables()?;
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
-        let mut servers = self.bind_endpoints(&stop_servers).await?;
-        // Every replica serves webhooks, before it leads and after its controllers stopped.
+        let (mut serving, others) = self.start_servers(&stop_servers);
+        let mut servers: JoinSet<()> = JoinSet::new();
         #[cfg(feature = "webhooks")]
         self.start_webhooks(&stop_servers, &mut servers).await?;
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
@@ -139,10 +132,8 @@ impl Manager {
             tracing::debug!(error = %chain(&e), "informers were already started");
         }
 
-        let (mut leader_only, free): (Vec<_>, Vec<_>) = self
-            .runnables
-            .lock()
-            .drain(..)
+        let (mut leader_only, free): (Vec<_>, Vec<_>) = others
+            .into_iter()
             .partition(|r| election.is_some() && r.needs_leader_election());
         let mut tasks = JoinSet::new();
         let mut gated = JoinSet::new();
@@ -206,6 +197,7 @@ impl Manager {
                 }
                 Some(joined) = tasks.join_next() => self.note_ended(joined, &mut outcome),
                 Some(joined) = gated.join_next() => self.note_ended(joined, &mut outcome),
+                Some(joined) = serving.join_next() => self.note_ended(joined, &mut outcome),
             }
             if outcome.is_err() {
                 break;
@@ -225,9 +217,23 @@ impl Manager {
         }
         stop_servers.cancel();
         while servers.join_next().await.is_some() {}
+        stop_serving(&mut serving).await;
         drop(signals);
         tracing::info!("manager stopped");
         outcome
+    }
+
+    /// Starts the runnables that serve (probes, metrics, webhooks), which run on every replica,
+    /// start first and stop when `stop` is cancelled, last, so that they answer before this
+    /// replica leads and while its work drains; returns them and the other runnables.
+    fn start_servers(&self, stop: &CancellationToken) -> (JoinSet<Ended>, Vec<Box<dyn Runnable>>) {
+        let (to_serve, others): (Vec<_>, Vec<_>) =
+            self.runnables.lock().drain(..).partition(|r| r.serves());
+        let mut serving = JoinSet::new();
+        for runnable in to_serve {
+            Self::spawn(&mut serving, runnable, stop.clone());
+        }
+        (serving, others)
     }
 
     /// Starts a term: runs every leader-only runnable, keeping (in standby mode) the fresh one
@@ -408,105 +414,15 @@ impl Manager {
             task,
         }))
     }
-
-    async fn bind_endpoints(&self, stop: &CancellationToken) -> Result<JoinSet<()>> {
-        let registry = self.registry.clone();
-        let probes = Arc::clone(&self.probes);
-        let mut servers = JoinSet::new();
-        #[cfg(feature = "tls")]
-        let secure = match (self.config.metrics_secure, self.config.metrics_bind_address) {
-            (true, BindAddress::On(_)) => Some(self.secure_metrics()?),
-            _ => None,
-        };
-        #[cfg(not(feature = "tls"))]
-        let secure: Option<std::convert::Infallible> = None;
-        let listeners = match (
-            self.config.metrics_bind_address,
-            self.config.health_probe_bind_address,
-        ) {
-            (BindAddress::On(m), BindAddress::On(p)) if m == p && secure.is_none() => {
-                vec![(
-                    bind("metrics and health probe", m).await?,
-                    Endpoints::new(Some(probes), Some(registry)),
-                )]
-            }
-            (metrics, health) => {
-                let mut listeners = Vec::new();
-                if let BindAddress::On(addr) = metrics {
-                    #[allow(unused_mut)] // only guarded with `tls`
-                    let mut endpoints = Endpoints::new(None, Some(registry));
-                    #[cfg(feature = "tls")]
-                    {
-                        endpoints.guard = secure.as_ref().map(|(guard, _)| guard.clone());
-                    }
-                    listeners.push((bind("metrics", addr).await?, endpoints));
-                }
-                if let BindAddress::On(addr) = health {
-                    listeners.push((
-                        bind("health probe", addr).await?,
-                        Endpoints::new(Some(probes), None),
-                    ));
-                }
-                listeners
-            }
-        };
-        for (listener, endpoints) in listeners {
-            let https = endpoints.is_guarded();
-            if let Ok(addr) = listener.local_addr() {
-                tracing::info!(%addr, metrics = endpoints.metrics.is_some(), probes = endpoints.probes.is_some(), https, "serving");
-            }
-            #[cfg(feature = "tls")]
-            if let (Some((_, certificate)), true) = (&secure, https) {
-                servers.spawn(secure_metrics::serve(
-                    listener,
-                    endpoints,
-                    certificate.clone(),
-                    (
-                        self.serving_limits(),
-                        self.metrics.webhook().closes("metrics"),
-                    ),
-                    stop.clone(),
-                ));
-                continue;
-            }
-            servers.spawn(serve(listener, endpoints, stop.clone()));
-        }
-        Ok(servers)
-    }
-
-    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags), and
-    /// HTTP/2 as [`Config::enable_http2`] says.
-    #[cfg(feature = "tls")]
-    pub(super) fn serving_limits(&self) -> crate::tls::Limits {
-        #[cfg(feature = "webhooks")]
-        let limits = self.config.webhook.limits;
-        #[cfg(not(feature = "webhooks"))]
-        let limits = crate::tls::Limits::default();
-        crate::tls::Limits {
-            http2: self.config.enable_http2,
-            ..limits
-        }
-    }
-
-    /// The guard and serving certificate of `/metrics` over HTTPS.
-    #[cfg(feature = "tls")]
-    fn secure_metrics(&self) -> Result<(Guard, secure_metrics::Certificate)> {
-        if self.config.metrics_bind_address == self.config.health_probe_bind_address {
-            return Err(Error::InvalidFlags(
-                "secure metrics need an address apart from the plain-HTTP health probes".into(),
-            ));
-        }
-        let certificate =
-            secure_metrics::Certificate::load(self.config.metrics_cert_dir.as_deref())
-                .map_err(Error::MetricsCertificate)?;
-        Ok((Guard::new(self.client.clone(), "/metrics"), certificate))
-    }
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Bind { what, addr, source })
+/// Waits for the servers, whose stop token was cancelled, to finish.
+async fn stop_serving(serving: &mut JoinSet<Ended>) {
+    while let Some(joined) = serving.join_next().await {
+        if let Err(e) = ended(joined) {
+            tracing::error!(error = %chain(&e), "a server failed while shutting down");
+        }
+    }
 }
 
 /// How a runnable's task ended: its own result, or the panic caught inside the task.

@@ -21,6 +21,13 @@ pub trait Runnable: Send + 'static {
         true
     }
 
+    /// Whether it serves requests (probes, metrics, webhooks): a server starts before the
+    /// others and stops only after they all finished, so that it answers while in-flight work
+    /// drains. False by default.
+    fn serves(&self) -> bool {
+        false
+    }
+
     /// A fresh runnable for the next leadership term, made before this one runs; `None` (the
     /// default) when it can run only once.
     ///

@@ -106,7 +106,7 @@ impl Manager {
             .chain(self.conversion_route())
             .collect();
         let config = &webhook::Config {
-            limits: self.serving_limits(),
+            limits: self.config.serving_limits(),
             ..self.config.webhook.clone()
         };
         if routes.is_empty() || config.port == 0 {

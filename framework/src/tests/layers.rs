@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::source::library_code;
 
 /// The modules from the bottom layer up.
-const LAYERS: [&str; 17] = [
+const LAYERS: [&str; 18] = [
     "tls",
     "cache",
     "informer",
@@ -25,6 +25,7 @@ const LAYERS: [&str; 17] = [
     "reconcile",
     "leader",
     "manager",
+    "serving",
     "cli",
 ];
 

@@ -1,12 +1,14 @@
 //! Tests of running a manager: readiness while draining, failing and panicking runnables,
 //! graceful-shutdown bounds, terms of leadership, bind errors and secure metrics that cannot start.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 
 use super::*;
 use crate::manager::{BoxError, Config, RunsOn, runnable_fn};
+use crate::serving::{BindAddress, Endpoints};
 use crate::testing::{self, free_addr};
 
 /// A client that is never used to make requests: these tests need no API server.
@@ -45,11 +47,12 @@ async fn eventually_get(addr: SocketAddr, path: &str, expected: &str) -> String 
 #[tokio::test]
 async fn readyz_turns_unready_at_shutdown_while_work_drains_then_run_returns_ok() {
     let addr = free_addr().expect("a free port");
-    let config = Config::default()
-        .metrics_bind_address(BindAddress::On(addr))
-        .health_probe_bind_address(BindAddress::On(addr));
-    let manager =
-        Manager::new(offline_client(), config).expect("a manager builds for a client given");
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    let on = BindAddress::On(addr);
+    manager
+        .add(Endpoints::new().metrics(on).health_probes(on))
+        .expect("a free address binds");
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
     manager
         .add(runnable_fn(
@@ -258,14 +261,12 @@ async fn stopping_a_term_lets_work_finish_until_the_bound_then_aborts_the_rest()
 }
 
 #[tokio::test]
-async fn an_address_in_use_is_a_bind_error_naming_the_endpoint() {
+async fn an_address_in_use_is_a_bind_error_of_add_naming_the_endpoint() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let addr = taken.local_addr().expect("a bound address");
-    let config = Config::default().metrics_bind_address(BindAddress::On(addr));
-    let outcome = Manager::new(offline_client(), config)
-        .expect("a manager builds for a client given")
-        .run()
-        .await;
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    let outcome = manager.add(Endpoints::new().metrics(BindAddress::On(addr)));
     assert!(
         matches!(outcome, Err(Error::Bind { what: "metrics", addr: a, .. }) if a == addr),
         "{outcome:?}"
@@ -273,29 +274,22 @@ async fn an_address_in_use_is_a_bind_error_naming_the_endpoint() {
 }
 
 #[tokio::test]
-async fn secure_metrics_on_the_probe_address_or_without_their_certificate_do_not_start() {
+async fn secure_metrics_on_the_probe_address_or_without_their_certificate_are_refused_by_add() {
     let addr = free_addr().expect("a free port");
-    let shared = Config::default()
-        .metrics_bind_address(BindAddress::On(addr))
-        .health_probe_bind_address(BindAddress::On(addr))
-        .metrics_secure(true);
-    let refused = Manager::new(offline_client(), shared)
-        .expect("a manager builds for a client given")
-        .run()
-        .await;
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    let on = BindAddress::On(addr);
+    let shared = Endpoints::new().metrics(on).health_probes(on);
+    let refused = manager.add(shared.secure_metrics(None));
     assert!(
         matches!(&refused, Err(Error::InvalidFlags(m)) if m.contains("apart from the plain-HTTP health probes")),
         "{refused:?}"
     );
 
-    let missing = Config::default()
-        .metrics_bind_address(BindAddress::On(addr))
-        .metrics_secure(true)
-        .metrics_cert_dir(Some("/nonexistent/kubeward/metrics-certs".into()));
-    let refused = Manager::new(offline_client(), missing)
-        .expect("a manager builds for a client given")
-        .run()
-        .await;
+    let missing = Endpoints::new()
+        .metrics(on)
+        .secure_metrics(Some("/nonexistent/kubeward/metrics-certs".into()));
+    let refused = manager.add(missing);
     assert!(
         matches!(&refused, Err(Error::MetricsCertificate(_))),
         "{refused:?}"

@@ -19,7 +19,8 @@ use crate::metrics::scrape::scrape;
 const MAIN: &str = r#"
 use kubeward::informer::CacheScope;
 use kubeward::leader;
-use kubeward::manager::{BindAddress, Config, LeaderElection, Manager};
+use kubeward::manager::{Config, LeaderElection, Manager};
+use kubeward::serving::{BindAddress, Endpoints};
 use smallest_operator::configmap_generator::{ConfigMapGenerator, Generator};
 
 #[tokio::main]
@@ -34,11 +35,13 @@ async fn main() -> anyhow::Result<()> {
         leader::Config::default(),
     );
     let config = Config::default()
-        .metrics_bind_address(address("METRICS_ADDRESS")?)
-        .health_probe_bind_address(address("PROBE_ADDRESS")?)
         .cache(CacheScope::default().namespaces([namespace]))
         .leader_election(Some(election));
     let manager = Manager::new(kube::Config::infer().await?, config)?;
+    let endpoints = Endpoints::new()
+        .metrics(address("METRICS_ADDRESS")?)
+        .health_probes(address("PROBE_ADDRESS")?);
+    manager.add(endpoints)?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?)
 }

@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
-use kubeward::manager::{BindAddress, Config, Manager};
+use kubeward::manager::{Config, Manager};
 use kubeward::metrics::REST_CLIENT_DURATION_BUCKETS;
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward::testing::{ControlPlane, free_addr, wait_for};
 
 use super::scrape::{Scrape, scrape};
@@ -17,10 +18,8 @@ async fn the_managers_client_counts_its_requests_by_code_method_and_host_in_metr
     let cp = ControlPlane::shared().await?;
     let ns = cp.create_namespace("rest-client").await?;
     let addr: SocketAddr = free_addr()?;
-    let manager = Manager::new(
-        cp.config(),
-        Config::default().metrics_bind_address(BindAddress::On(addr)),
-    )?;
+    let manager = Manager::new(cp.config(), Config::default())?;
+    manager.add(Endpoints::new().metrics(BindAddress::On(addr)))?;
     let configmaps: Api<ConfigMap> = Api::namespaced(manager.client(), &ns);
     let one = ConfigMap {
         metadata: ObjectMeta {

@@ -17,9 +17,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{BindAddress, LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager, Shard};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
@@ -133,8 +134,8 @@ impl Running {
 /// A manager in namespace `ns` running the [`Scripted`] controller (two workers, 50 ms backoff).
 fn start_scripted(cp: &ControlPlane, ns: &str, scripted: &Scripted) -> anyhow::Result<Running> {
     let addr = free_addr()?;
-    let config = watching(ns.to_owned()).metrics_bind_address(BindAddress::On(addr));
-    let manager = Manager::new(cp.client(), config)?;
+    let manager = Manager::new(cp.client(), watching(ns.to_owned()))?;
+    manager.add(Endpoints::new().metrics(BindAddress::On(addr)))?;
     manager.add(
         Controller::new(scripted.clone())
             .name(CONTROLLER)
@@ -506,7 +507,6 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
     let addr = free_addr()?;
     let webhook = Webhook::new()?;
     let config = watching(ns.clone())
-        .metrics_bind_address(BindAddress::On(addr))
         .webhook(webhook.config())
         .leader_election(Some(LeaderElection::new(
             "configmap-generator",
@@ -519,6 +519,7 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
         ));
     // A client the manager builds, as the operator's binary does: its requests are measured.
     let manager = Manager::new(cp.config(), config)?;
+    manager.add(Endpoints::new().metrics(BindAddress::On(addr)))?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     manager.add_route(Webhook::route())?;
     let running = Running::start(manager, addr);

@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kubeward::manager::{BindAddress, Manager};
+use kubeward::manager::Manager;
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward::testing::{ControlPlane, TcpProxy, free_addr, presents, wait_for};
 use kubeward::tls::Authority;
 
@@ -42,12 +43,14 @@ impl Secure {
             .issue(&["localhost", "127.0.0.1"])?
             .write_to(certs.path())?;
         let addr = free_addr()?;
-        let config = watching(ns.to_owned())
-            .metrics_bind_address(BindAddress::On(addr))
-            .metrics_secure(true)
-            .metrics_cert_dir(Some(certs.path().to_owned()));
+        let manager = Manager::new(client, watching(ns.to_owned()))?;
+        manager.add(
+            Endpoints::new()
+                .metrics(BindAddress::On(addr))
+                .secure_metrics(Some(certs.path().to_owned())),
+        )?;
         Ok(Self {
-            running: Running::start(Manager::new(client, config)?, addr),
+            running: Running::start(manager, addr),
             ca_pem: authority.certificate_pem().to_owned(),
             authority,
             certs,
@@ -227,15 +230,13 @@ async fn a_real_prometheus_scrapes_secure_metrics_with_a_service_account_token_f
     // A second manager without --metrics-cert-dir serves a certificate it made itself; like
     // kubebuilder's ServiceMonitor, that job skips verification.
     let self_signed_addr = free_addr()?;
-    let self_signed = Running::start(
-        Manager::new(
-            cp.client(),
-            watching(ns.clone())
-                .metrics_bind_address(BindAddress::On(self_signed_addr))
-                .metrics_secure(true),
-        )?,
-        self_signed_addr,
-    );
+    let self_signed = Manager::new(cp.client(), watching(ns.clone()))?;
+    self_signed.add(
+        Endpoints::new()
+            .metrics(BindAddress::On(self_signed_addr))
+            .secure_metrics(None),
+    )?;
+    let self_signed = Running::start(self_signed, self_signed_addr);
     let reader_file = files.path().join("kubeward.token");
     let jobs = job("kubeward", &reader)?
         + &job("stranger", &stranger)?

@@ -13,7 +13,8 @@ use kubeward::cache::Store;
 use kubeward::controller::{Action, Context, Reconciler};
 use kubeward::informer::CacheScope;
 use kubeward::informer::Watchable;
-use kubeward::manager::{BindAddress, Config, Manager};
+use kubeward::manager::{Config, Manager};
+use kubeward::serving::{BindAddress, Endpoints};
 use kubeward::testing::{free_addr, get};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -112,13 +113,12 @@ pub(super) fn new_manager(
     config: Config,
 ) -> kubeward::testing::Result<(Manager, SocketAddr)> {
     let probes = free_addr()?;
-    let config = config
-        .cache(CacheScope::default().namespaces([namespace.to_owned()]))
-        .health_probe_bind_address(BindAddress::On(probes));
-    Ok((
-        Manager::new(client, config).expect("a manager builds for a client given"),
-        probes,
-    ))
+    let config = config.cache(CacheScope::default().namespaces([namespace.to_owned()]));
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(Endpoints::new().health_probes(BindAddress::On(probes)))
+        .expect("a free address binds");
+    Ok((manager, probes))
 }
 
 impl Operator {

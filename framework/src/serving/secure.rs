@@ -1,5 +1,5 @@
-//! Serves the guarded `/metrics` (see `metrics::auth`) over HTTPS, with the certificate of
-//! `--metrics-cert-dir` (re-read when it changes) or one made at start.
+//! Serves the guarded `/metrics` (see `metrics::auth`) over HTTPS, with the certificate of a
+//! folder (`--metrics-cert-dir`, re-read when it changes) or one made at start.
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -12,7 +12,7 @@ use hyper::service::service_fn;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::manager::http::Endpoints;
+use super::answer::Answers;
 use crate::tls::{self, Authority, ReloadingCertificate};
 
 /// How often the files of `--metrics-cert-dir` are checked for a new certificate.
@@ -20,7 +20,7 @@ const RELOAD_PERIOD: Duration = Duration::from_secs(10);
 
 /// The serving certificate of secure metrics, and whether it comes from files to watch.
 #[derive(Clone, Debug)]
-pub(crate) struct Certificate {
+pub(super) struct Certificate {
     current: Arc<ReloadingCertificate>,
     from_files: bool,
 }
@@ -29,7 +29,7 @@ impl Certificate {
     /// `tls.crt` and `tls.key` of `dir`; with no `dir`, a certificate for `localhost`,
     /// `127.0.0.1` and this host's name, signed by a CA made for it and then forgotten (scrapers
     /// skip verification, or use `--metrics-cert-dir`).
-    pub(crate) fn load(dir: Option<&Path>) -> Result<Self, tls::Error> {
+    pub(super) fn load(dir: Option<&Path>) -> Result<Self, tls::Error> {
         let current = if let Some(dir) = dir {
             ReloadingCertificate::from_dir(dir)?
         } else {
@@ -54,11 +54,11 @@ fn self_signed_hosts() -> Vec<String> {
     hosts
 }
 
-/// Answers requests for `endpoints` over TLS on `listener` until `stop` is cancelled, holding
+/// Answers requests for `answers` over TLS on `listener` until `stop` is cancelled, holding
 /// clients to `limits` and counting the connections it closes early in `closes`.
-pub(crate) async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
-    endpoints: Endpoints,
+    answers: Answers,
     certificate: Certificate,
     (limits, closes): (tls::Limits, tls::Closes),
     stop: CancellationToken,
@@ -67,8 +67,8 @@ pub(crate) async fn serve(
         .from_files
         .then(|| tokio::spawn(Arc::clone(&certificate.current).watch(RELOAD_PERIOD, stop.clone())));
     let service = service_fn(move |request: Request<Incoming>| {
-        let endpoints = endpoints.clone();
-        async move { Ok::<_, Infallible>(endpoints.answer(&request).await) }
+        let answers = answers.clone();
+        async move { Ok::<_, Infallible>(answers.answer(&request).await) }
     });
     tls::serve(
         listener,
