@@ -85,6 +85,10 @@ impl Operator {
                 client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
             Manager::new(found, config)?
         };
+        // The probes and metrics, unless a subcommand runs instead of the operator.
+        if command.is_none() {
+            manager.add(flags.endpoints())?;
+        }
         Ok(Self {
             manager,
             command,

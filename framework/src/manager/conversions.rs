@@ -24,43 +24,20 @@ impl Manager {
     /// # Errors
     /// [`Error::DuplicatePath`] if a route at `/convert` was added with [`Self::add_route`].
     pub fn add_conversion(&self, converter: Converter) -> Result<()> {
-        let mut conversions = self.conversions.lock();
-        if conversions.is_empty() {
-            self.claim_path(CONVERSION_PATH)?;
+        let mut set = self.webhooks.lock();
+        if set.converters.is_empty() {
+            set.claim(CONVERSION_PATH)?;
         }
-        if conversions
-            .iter()
-            .all(|c| c.crd_name() != converter.crd_name())
-        {
-            conversions.push(converter);
+        if (set.converters.iter()).all(|c| c.crd_name() != converter.crd_name()) {
+            set.converters.push(converter);
         }
         Ok(())
-    }
-
-    /// The route answering `ConversionReview`s with every converter added, if any.
-    pub(super) fn conversion_route(&self) -> Option<Route> {
-        let converters: Arc<[Converter]> = self.conversions.lock().clone().into();
-        if converters.is_empty() {
-            return None;
-        }
-        let crds: Vec<String> = converters.iter().map(|c| c.crd_name().to_owned()).collect();
-        let route = Route::new(CONVERSION_PATH, move |body: Bytes| {
-            let (status, body) = answer_body(&converters, &body);
-            let mut response = Response::new(Bytes::from(body));
-            *response.status_mut() = status;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static("application/json"),
-            );
-            std::future::ready(response)
-        });
-        Some(crds.into_iter().fold(route, Route::converts))
     }
 
     /// Whether this manager serves the conversions of the CRD `name` (a converter and a port).
     pub(crate) fn serves_conversions(&self, name: &str) -> bool {
         self.config.webhook.port != 0
-            && (self.conversions.lock().iter()).any(|c| c.crd_name() == name)
+            && (self.webhooks.lock().converters.iter()).any(|c| c.crd_name() == name)
     }
 
     /// `crd` with its conversion webhook, if it has one, pointed at this manager's webhook
@@ -91,4 +68,24 @@ impl Manager {
         });
         crd
     }
+}
+
+/// The route answering `ConversionReview`s with `converters`, if there are any.
+pub(super) fn conversion_route(converters: &[Converter]) -> Option<Route> {
+    if converters.is_empty() {
+        return None;
+    }
+    let converters: Arc<[Converter]> = converters.to_vec().into();
+    let crds: Vec<String> = converters.iter().map(|c| c.crd_name().to_owned()).collect();
+    let route = Route::new(CONVERSION_PATH, move |body: Bytes| {
+        let (status, body) = answer_body(&converters, &body);
+        let mut response = Response::new(Bytes::from(body));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        );
+        std::future::ready(response)
+    });
+    Some(crds.into_iter().fold(route, Route::converts))
 }

@@ -162,10 +162,6 @@ pub enum Error {
     /// [`CacheScope::check`](crate::informer::CacheScope::check)).
     #[error("checking what the manager caches")]
     Cache(#[source] crate::informer::Error),
-    /// The webhook server could not start, or its configurations could not be installed.
-    #[cfg(feature = "webhooks")]
-    #[error("starting the webhook server")]
-    Webhook(#[source] crate::webhook::Error),
     /// Work was still running when the graceful shutdown timeout ran out.
     #[error("graceful shutdown timed out after {seconds} s; still running: {unfinished:?}")]
     ShutdownTimeout {
@@ -206,16 +202,9 @@ pub struct Manager {
     shutdown: CancellationToken,
     /// What the controllers added declare, for the manifests.
     recorded: Mutex<Recorded>,
-    /// The admission webhooks and other routes of the webhook server, and every path taken.
+    /// What the webhook server serves: admission webhooks, routes, conversions.
     #[cfg(feature = "webhooks")]
-    webhooks: Mutex<Vec<crate::webhook::Admission>>,
-    #[cfg(feature = "webhooks")]
-    routes: Mutex<Vec<crate::webhook::Route>>,
-    #[cfg(feature = "webhooks")]
-    webhook_paths: Mutex<std::collections::HashSet<String>>,
-    /// The converters served at `/convert`, one per CRD.
-    #[cfg(feature = "webhooks")]
-    conversions: Mutex<Vec<crate::conversion::Converter>>,
+    webhooks: Mutex<webhooks::WebhookSet>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
     #[cfg(feature = "sharding")]
     informer_factories: crate::metrics::Factories,
@@ -276,12 +265,6 @@ impl Manager {
             recorded: Mutex::default(),
             #[cfg(feature = "webhooks")]
             webhooks: Mutex::default(),
-            #[cfg(feature = "webhooks")]
-            routes: Mutex::default(),
-            #[cfg(feature = "webhooks")]
-            webhook_paths: Mutex::default(),
-            #[cfg(feature = "webhooks")]
-            conversions: Mutex::default(),
             #[cfg(feature = "sharding")]
             informer_factories,
             #[cfg(feature = "sharding")]

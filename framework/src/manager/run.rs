@@ -120,12 +120,11 @@ impl Manager {
         self.check_cache()?;
         #[cfg(feature = "sharding")]
         self.add_shard_runnables()?;
+        #[cfg(feature = "webhooks")]
+        self.runnables.lock().extend(self.webhook_server());
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let (mut serving, others) = self.start_servers(&stop_servers);
-        let mut servers: JoinSet<()> = JoinSet::new();
-        #[cfg(feature = "webhooks")]
-        self.start_webhooks(&stop_servers, &mut servers).await?;
         let signals = AbortOnDropHandle::new(tokio::spawn(cancel_on_signal(self.shutdown.clone())));
         // Informers run on every replica, leader or not, so caches are warm before work starts.
         if let Err(e) = self.factory.start() {
@@ -216,7 +215,6 @@ impl Manager {
             let _ = election.task.await;
         }
         stop_servers.cancel();
-        while servers.join_next().await.is_some() {}
         stop_serving(&mut serving).await;
         drop(signals);
         tracing::info!("manager stopped");

@@ -1,11 +1,40 @@
-//! Adds admission webhooks and routes to a Manager and starts its webhook server.
+//! Adds admission webhooks and routes to a Manager and runs its webhook server as a runnable.
 
+use std::collections::HashSet;
+
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Service;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
-use super::{Error, Manager, Result};
+use super::{BoxError, Error, Manager, Result, Runnable};
+use crate::conversion::Converter;
 use crate::webhook::{self, Admissible, Admission, Defaulter, Endpoint, Route, Server, Validator};
+
+/// What the webhook server serves, and every path taken.
+#[derive(Default)]
+pub(super) struct WebhookSet {
+    pub(super) admissions: Vec<Admission>,
+    pub(super) routes: Vec<Route>,
+    /// The converters served at `/convert`, one per CRD.
+    pub(super) converters: Vec<Converter>,
+    paths: HashSet<String>,
+}
+
+impl WebhookSet {
+    /// Reserves `path`.
+    ///
+    /// # Errors
+    /// [`Error::DuplicatePath`] when a webhook or route has it already.
+    pub(super) fn claim(&mut self, path: &str) -> Result<()> {
+        if self.paths.insert(path.to_owned()) {
+            return Ok(());
+        }
+        Err(Error::DuplicatePath {
+            path: path.to_owned(),
+        })
+    }
+}
 
 impl Manager {
     /// Serves `webhook` on the webhook server (see [`webhook`]), which every
@@ -14,8 +43,9 @@ impl Manager {
     /// # Errors
     /// [`Error::DuplicatePath`] if a webhook or route with the same path was added before.
     pub fn add_webhook(&self, webhook: Admission) -> Result<()> {
-        self.claim_path(webhook.path())?;
-        self.webhooks.lock().push(webhook);
+        let mut set = self.webhooks.lock();
+        set.claim(webhook.path())?;
+        set.admissions.push(webhook);
         Ok(())
     }
 
@@ -42,27 +72,15 @@ impl Manager {
     /// # Errors
     /// As [`Self::add_webhook`].
     pub fn add_route(&self, route: Route) -> Result<()> {
-        self.claim_path(route.path())?;
-        self.routes.lock().push(route);
+        let mut set = self.webhooks.lock();
+        set.claim(route.path())?;
+        set.routes.push(route);
         Ok(())
-    }
-
-    /// Reserves `path` on the webhook server.
-    ///
-    /// # Errors
-    /// [`Error::DuplicatePath`] when a webhook or route has it already.
-    pub(super) fn claim_path(&self, path: &str) -> Result<()> {
-        if self.webhook_paths.lock().insert(path.to_owned()) {
-            return Ok(());
-        }
-        Err(Error::DuplicatePath {
-            path: path.to_owned(),
-        })
     }
 
     /// The admission webhooks added so far.
     pub(crate) fn webhooks(&self) -> Vec<Admission> {
-        self.webhooks.lock().clone()
+        self.webhooks.lock().admissions.clone()
     }
 
     /// Where the API server reaches this operator's webhooks, as configured.
@@ -91,58 +109,98 @@ impl Manager {
             .unwrap_or_else(super::program::program_object_name)
     }
 
-    /// Binds the webhook server, when webhooks or routes were added and its port is on, installs
-    /// the webhook configurations when it has a CA to give them, and serves until `stop`.
-    pub(super) async fn start_webhooks(
-        &self,
-        stop: &CancellationToken,
-        servers: &mut JoinSet<()>,
-    ) -> Result<()> {
-        let webhooks = self.webhooks.lock().clone();
-        let routes: Vec<Route> = webhooks
-            .iter()
-            .map(|w| w.route.clone())
-            .chain(self.routes.lock().iter().cloned())
-            .chain(self.conversion_route())
+    /// The webhook server's runnable, when webhooks, routes or conversions were added and its
+    /// port is on: every replica serves them, leader or not.
+    pub(super) fn webhook_server(&self) -> Option<Box<dyn Runnable>> {
+        let set = self.webhooks.lock();
+        let routes: Vec<Route> = (set.admissions.iter().map(|w| w.route.clone()))
+            .chain(set.routes.iter().cloned())
+            .chain(super::conversions::conversion_route(&set.converters))
             .collect();
-        let config = &webhook::Config {
+        let config = webhook::Config {
             limits: self.config.serving_limits(),
             ..self.config.webhook.clone()
         };
         if routes.is_empty() || config.port == 0 {
-            return Ok(());
+            return None;
         }
-        let endpoint = self.webhook_endpoint();
+        Some(Box::new(WebhookServer {
+            admissions: set.admissions.clone(),
+            routes,
+            config,
+            endpoint: self.webhook_endpoint(),
+            prefix: self.webhook_configuration_prefix(),
+            client: self.client.clone(),
+            metrics: self.metrics.webhook(),
+        }))
+    }
+}
+
+/// The webhook server as a runnable: it binds its port, installs the webhook configurations
+/// when it has a CA to give them, and serves until shutdown.
+struct WebhookServer {
+    admissions: Vec<Admission>,
+    routes: Vec<Route>,
+    config: webhook::Config,
+    endpoint: Endpoint,
+    prefix: String,
+    client: kube::Client,
+    metrics: crate::metrics::WebhookMetrics,
+}
+
+impl Runnable for WebhookServer {
+    fn name(&self) -> String {
+        "webhook server".to_owned()
+    }
+
+    fn needs_leader_election(&self) -> bool {
+        false
+    }
+
+    fn serves(&self) -> bool {
+        true
+    }
+
+    fn run(
+        self: Box<Self>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async move { Ok(self.serve(shutdown).await?) })
+    }
+}
+
+impl WebhookServer {
+    async fn serve(self, stop: CancellationToken) -> Result<(), webhook::Error> {
+        let config = &self.config;
         let hosts = if config.hosts.is_empty() {
-            endpoint.default_hosts()
+            self.endpoint.default_hosts()
         } else {
             config.hosts.clone()
         };
-        let server = Server::bind(config, &hosts, &routes)
-            .await
-            .map_err(Error::Webhook)?;
-        tracing::info!(addr = ?server.local_addr(), paths = ?routes.iter().map(Route::path).collect::<Vec<_>>(), "serving webhooks");
+        let server = Server::bind(config, &hosts, &self.routes).await?;
+        tracing::info!(addr = ?server.local_addr(), paths = ?self.routes.iter().map(Route::path).collect::<Vec<_>>(), "serving webhooks");
         let self_signed = server.generated_ca().is_some();
         let ca_bundle = server
             .generated_ca()
             .map(str::to_owned)
             .or_else(|| config.ca_bundle.clone());
-        servers.spawn(server.serve(Some(self.metrics.webhook()), stop.clone()));
+        // Aborted if installing fails: the run ends with that error.
+        let serving = AbortOnDropHandle::new(tokio::spawn(server.serve(Some(self.metrics), stop)));
         if let Some(ca_bundle) = ca_bundle {
             webhook::install(
                 &self.client,
-                &self.webhook_configuration_prefix(),
-                &webhooks,
-                &routes,
-                &endpoint,
+                &self.prefix,
+                &self.admissions,
+                &self.routes,
+                &self.endpoint,
                 &ca_bundle,
             )
-            .await
-            .map_err(Error::Webhook)?;
+            .await?;
             if self_signed {
-                warn_if_no_service(&self.client, &endpoint).await;
+                warn_if_no_service(&self.client, &self.endpoint).await;
             }
         }
+        let _ = serving.await;
         Ok(())
     }
 }
