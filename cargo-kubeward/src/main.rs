@@ -17,6 +17,7 @@ mod init;
 mod names;
 mod plan;
 mod project;
+mod regions;
 mod registry;
 mod template;
 mod webhook;
