@@ -130,6 +130,7 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../templates/init/examples/control_plane.rs"),
     ),
     ("scripts/ci", include_str!("../templates/init/scripts/ci")),
+    ("scripts/run", include_str!("../templates/init/scripts/run")),
 ];
 
 /// The kubeward the project depends on: this tool's version, since the workspace releases its

@@ -133,8 +133,9 @@ impl Plan {
     }
 }
 
+/// Makes the file at `path` executable (scripts).
 #[cfg(unix)]
-fn make_executable(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn make_executable(path: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let mut permissions = std::fs::metadata(path)?.permissions();
     permissions.set_mode(permissions.mode() | 0o111);
@@ -143,6 +144,6 @@ fn make_executable(path: &Path) -> anyhow::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn make_executable(_: &Path) -> anyhow::Result<()> {
+pub(crate) fn make_executable(_: &Path) -> anyhow::Result<()> {
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::run;
 
+mod first_hour;
 mod init;
 
 /// Runs `cargo kubeward ARGS` in `cwd`; its output.
