@@ -53,6 +53,11 @@ pub(crate) fn carry(path: &str, fresh: &str, existing: &str) -> anyhow::Result<S
     Ok(out)
 }
 
+/// Whether `text` has a marker line of any region.
+pub(crate) fn has_markers(text: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with(MARKER))
+}
+
 /// The regions of `text`: each name with the lines between its markers.
 fn regions(text: &str) -> Vec<(&str, String)> {
     let mut regions = Vec::new();

@@ -8,6 +8,7 @@ use super::run;
 
 mod first_hour;
 mod init;
+mod update;
 
 /// Runs `cargo kubeward ARGS` in `cwd`; its output.
 fn cargo_kubeward(cwd: &Path, args: &str) -> anyhow::Result<String> {
