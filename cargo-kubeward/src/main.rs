@@ -187,6 +187,11 @@ fn run(
         plan.write(out)?;
         match &cli.command {
             Command::Init { name, .. } => out.write_all(init::next_steps(name).as_bytes())?,
+            Command::Update if plan.writes_nothing() => writeln!(
+                out,
+                "nothing to update: the files cargo kubeward owns are as {} writes them, or kept",
+                init::KUBEWARD_VERSION
+            )?,
             Command::Update => writeln!(
                 out,
                 "next: review the changes (`git diff`), then `cargo build` and `scripts/ci`"

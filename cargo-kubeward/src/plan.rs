@@ -68,6 +68,13 @@ impl Plan {
         });
     }
 
+    /// Whether the plan writes no file (it may keep some).
+    pub(crate) fn writes_nothing(&self) -> bool {
+        self.files
+            .iter()
+            .all(|file| matches!(file.change, Change::Keep(_)))
+    }
+
     /// Lists the files and what would happen to each, with the content of each, on `out`.
     pub(crate) fn describe(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         for (file, content) in self.files.iter().zip(self.formatted()?) {

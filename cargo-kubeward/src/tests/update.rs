@@ -107,6 +107,7 @@ fn update_brings_a_project_of_the_previous_template_to_this_one() -> anyhow::Res
         .filter(|l| l.starts_with(" updated ") || l.starts_with(" created "))
         .collect();
     assert!(written.is_empty(), "up to date: {printed}");
+    assert!(printed.contains("nothing to update"), "{printed}");
     assert_eq!(snapshot(&root), files);
     Ok(())
 }
