@@ -47,7 +47,10 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
         let spoke = other_version(&mut plan, root, &project, &hub, version)?;
         project.versions.push(spoke);
         plan.replace(project::FILE, project.render());
-        plan.replace("src/lib.rs", registry::lib_rs(&project));
+        plan.replace(
+            "src/lib.rs",
+            registry::carried(root, "src/lib.rs", &registry::lib_rs(&project))?,
+        );
         return Ok(plan);
     }
     if !request.controller {
@@ -80,10 +83,17 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
         project.controllers.push(kind);
     }
     plan.replace(project::FILE, project.render());
-    plan.replace("src/lib.rs", registry::lib_rs(&project));
+    plan.replace(
+        "src/lib.rs",
+        registry::carried(root, "src/lib.rs", &registry::lib_rs(&project))?,
+    );
     plan.replace(
         "tests/integration/main.rs",
-        registry::tests_main_rs(&project),
+        registry::carried(
+            root,
+            "tests/integration/main.rs",
+            &registry::tests_main_rs(&project),
+        )?,
     );
     Ok(plan)
 }

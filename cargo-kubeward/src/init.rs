@@ -109,14 +109,15 @@ const CHART: &[(&str, &str)] = &[
     ),
 ];
 
-/// The project's other files, kept in `templates/init/`.
+/// The chart's files that `update` leaves alone: `create webhook` turns a value on, and the
+/// operator's `manifests` writes `files/`.
+const CHART_NOT_OWNED: &[&str] = &["values.yaml", "files/crd.yaml", "files/rbac-rules.yaml"];
+
+/// The project's other files, kept in `templates/init/`, which `update` rewrites; besides them
+/// `init` writes `Cargo.toml` (from `Cargo.toml.template`: named Cargo.toml, its folder would
+/// look like another package to cargo, which would leave the templates out of the published
+/// crate).
 const FILES: &[(&str, &str)] = &[
-    // Not named Cargo.toml: cargo would take its folder for another package and leave the
-    // templates out of the published crate.
-    (
-        "Cargo.toml",
-        include_str!("../templates/init/Cargo.toml.template"),
-    ),
     ("README.md", include_str!("../templates/init/README.md")),
     ("Dockerfile", include_str!("../templates/init/Dockerfile")),
     (
@@ -130,11 +131,12 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../templates/init/examples/control_plane.rs"),
     ),
     ("scripts/ci", include_str!("../templates/init/scripts/ci")),
+    ("scripts/run", include_str!("../templates/init/scripts/run")),
 ];
 
 /// The kubeward the project depends on: this tool's version, since the workspace releases its
 /// crates together.
-const KUBEWARD_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const KUBEWARD_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Where the project's kubeward comes from.
 #[derive(Clone, Copy, Debug)]
@@ -201,11 +203,17 @@ pub(crate) fn plan(
         Source::Vendored(folder) => Some(vendored_config(&vendored(cwd, folder)?)),
         Source::Registry | Source::Path(_) => None,
     };
-    let project = Project {
+    let mut project = Project {
         name: name.to_owned(),
         group: group.to_owned(),
+        kubeward: Some(KUBEWARD_VERSION.to_owned()),
         ..Project::default()
     };
+    let owned = owned_files(&project)?;
+    project.files = owned
+        .iter()
+        .map(|(path, content)| (path.clone(), project::hash(content)))
+        .collect();
     let crate_name = project.crate_name();
     let values = [
         ("name", name),
@@ -219,8 +227,15 @@ pub(crate) fn plan(
     if let Some(config) = vendored {
         plan.create(".cargo/config.toml", config);
     }
-    for (path, template) in FILES {
-        plan.create(*path, render(template, &values));
+    plan.create(
+        "Cargo.toml",
+        render(
+            include_str!("../templates/init/Cargo.toml.template"),
+            &values,
+        ),
+    );
+    for (path, content) in owned {
+        plan.create(path, content);
     }
     plan.create("src/lib.rs", registry::lib_rs(&project));
     plan.create(
@@ -228,10 +243,45 @@ pub(crate) fn plan(
         registry::tests_main_rs(&project),
     );
     let chart = PathBuf::from("charts").join(name);
-    for (path, template) in CHART {
+    for (path, template) in CHART
+        .iter()
+        .filter(|(path, _)| CHART_NOT_OWNED.contains(path))
+    {
         plan.create(chart.join(path), render(template, &values));
     }
     Ok(plan)
+}
+
+/// The files of `project` that the tool writes whole and `update` rewrites, as this version
+/// writes them (Rust formatted): the project's files in `FILES`, and the chart's but its values
+/// and generated files.
+///
+/// # Errors
+/// rustfmt refuses a template.
+pub(crate) fn owned_files(project: &Project) -> anyhow::Result<Vec<(String, String)>> {
+    let crate_name = project.crate_name();
+    let values = [
+        ("name", project.name.as_str()),
+        ("crate", crate_name.as_str()),
+        ("group", project.group.as_str()),
+    ];
+    let chart = CHART
+        .iter()
+        .filter(|(path, _)| !CHART_NOT_OWNED.contains(path))
+        .map(|(path, template)| (format!("charts/{}/{path}", project.name), *template));
+    FILES
+        .iter()
+        .map(|(path, template)| ((*path).to_owned(), *template))
+        .chain(chart)
+        .map(|(path, template)| {
+            let content = render(template, &values);
+            if Path::new(&path).extension().is_some_and(|e| e == "rs") {
+                Ok((path, crate::format::rust(&content)?))
+            } else {
+                Ok((path, content))
+            }
+        })
+        .collect()
 }
 
 /// What to run after `init` made the project in `folder` (`.`: the current folder).

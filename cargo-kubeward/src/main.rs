@@ -6,6 +6,7 @@
 //! cd memo-operator
 //! cargo kubeward create api --version v1alpha1 --kind Memo
 //! cargo kubeward create webhook --kind Memo --defaulting --validation
+//! cargo kubeward update      # after installing a newer cargo-kubeward
 //! ```
 //!
 //! Every command checks everything before it writes anything: run twice, or outside a project it
@@ -17,8 +18,10 @@ mod init;
 mod names;
 mod plan;
 mod project;
+mod regions;
 mod registry;
 mod template;
+mod update;
 mod webhook;
 
 use std::ffi::OsString;
@@ -62,6 +65,11 @@ enum Command {
     /// Adds to the project in the current folder.
     #[command(subcommand)]
     Create(Create),
+    /// Rewrites the files this tool owns in the project in the current folder as this version
+    /// writes them: those `init` wrote whole that you have not changed (the others are listed,
+    /// and `--dry-run` shows this version's), and the marked regions of `src/lib.rs` and
+    /// `tests/integration/main.rs`. Records this version in `KUBEWARD`.
+    Update,
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +149,7 @@ fn run(
             };
             init::plan(cwd, name, group, source)?
         }
+        Command::Update => update::plan(cwd)?,
         Command::Create(Create::Api {
             group,
             version,
@@ -178,6 +187,15 @@ fn run(
         plan.write(out)?;
         match &cli.command {
             Command::Init { name, .. } => out.write_all(init::next_steps(name).as_bytes())?,
+            Command::Update if plan.writes_nothing() => writeln!(
+                out,
+                "nothing to update: the files cargo kubeward owns are as {} writes them, or kept",
+                init::KUBEWARD_VERSION
+            )?,
+            Command::Update => writeln!(
+                out,
+                "next: review the changes (`git diff`), then `cargo build` and `scripts/ci`"
+            )?,
             Command::Create(_) => writeln!(
                 out,
                 "next: `cargo run -- manifests` rewrites the chart's CRDs and RBAC rules"

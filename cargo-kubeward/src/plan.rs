@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-/// Files to create and files to replace, under a project's root.
+/// Files to create, to replace and to leave as they are, under a project's root.
 #[derive(Debug)]
 pub(crate) struct Plan {
     root: PathBuf,
@@ -26,6 +26,8 @@ enum Change {
     Create,
     /// A file `cargo kubeward` rewrites: refused if it does not exist.
     Replace,
+    /// A file left as it is, for the reason given; its content is what the tool would write.
+    Keep(&'static str),
 }
 
 impl Plan {
@@ -47,6 +49,17 @@ impl Plan {
         self.push(path.into(), content.into(), Change::Replace);
     }
 
+    /// Leaves `path` as it is, for `reason`; `content` is what the tool would write (shown by a
+    /// dry run).
+    pub(crate) fn keep(
+        &mut self,
+        path: impl Into<PathBuf>,
+        content: impl Into<String>,
+        reason: &'static str,
+    ) {
+        self.push(path.into(), content.into(), Change::Keep(reason));
+    }
+
     fn push(&mut self, path: PathBuf, content: String, change: Change) {
         self.files.push(File {
             path,
@@ -55,14 +68,24 @@ impl Plan {
         });
     }
 
+    /// Whether the plan writes no file (it may keep some).
+    pub(crate) fn writes_nothing(&self) -> bool {
+        self.files
+            .iter()
+            .all(|file| matches!(file.change, Change::Keep(_)))
+    }
+
     /// Lists the files and what would happen to each, with the content of each, on `out`.
     pub(crate) fn describe(&self, out: &mut dyn Write) -> anyhow::Result<()> {
         for (file, content) in self.files.iter().zip(self.formatted()?) {
-            let verb = match file.change {
-                Change::Create => "create",
-                Change::Replace => "replace",
-            };
-            writeln!(out, "--- would {verb} {}", file.path.display())?;
+            let path = file.path.display();
+            match file.change {
+                Change::Create => writeln!(out, "--- would create {path}")?,
+                Change::Replace => writeln!(out, "--- would replace {path}")?,
+                Change::Keep(reason) => {
+                    writeln!(out, "--- would keep {path}: {reason}; this version writes")?;
+                }
+            }
             out.write_all(content.as_bytes())?;
             if !content.ends_with('\n') {
                 writeln!(out)?;
@@ -98,6 +121,14 @@ impl Plan {
         }
         for (file, content) in self.files.iter().zip(&contents) {
             let path = self.root.join(&file.path);
+            let verb = match file.change {
+                Change::Create => "created",
+                Change::Replace => "updated",
+                Change::Keep(reason) => {
+                    writeln!(out, "{:>8} {}: {reason}", "kept", file.path.display())?;
+                    continue;
+                }
+            };
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("creating {}", parent.display()))?;
@@ -107,10 +138,6 @@ impl Plan {
             if file.path.starts_with("scripts") {
                 make_executable(&path)?;
             }
-            let verb = match file.change {
-                Change::Create => "created",
-                Change::Replace => "updated",
-            };
             writeln!(out, "{verb:>8} {}", file.path.display())?;
         }
         Ok(())
@@ -133,8 +160,9 @@ impl Plan {
     }
 }
 
+/// Makes the file at `path` executable (scripts).
 #[cfg(unix)]
-fn make_executable(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn make_executable(path: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let mut permissions = std::fs::metadata(path)?.permissions();
     permissions.set_mode(permissions.mode() | 0o111);
@@ -143,6 +171,6 @@ fn make_executable(path: &Path) -> anyhow::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn make_executable(_: &Path) -> anyhow::Result<()> {
+pub(crate) fn make_executable(_: &Path) -> anyhow::Result<()> {
     Ok(())
 }

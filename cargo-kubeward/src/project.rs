@@ -24,6 +24,12 @@ pub(crate) struct Project {
     pub(crate) controllers: Vec<Kind>,
     /// Kinds with admission webhooks (`create webhook`).
     pub(crate) webhooks: Vec<Webhook>,
+    /// The version of `cargo kubeward` that made the project or last updated it; none in a
+    /// project made before it was recorded.
+    pub(crate) kubeward: Option<String>,
+    /// The files the tool wrote whole and `update` rewrites, each with the hash of what it wrote
+    /// (see [`hash`]): a file whose content has another hash was changed by its user.
+    pub(crate) files: Vec<(String, String)>,
 }
 
 /// A kind: group, version and name.
@@ -83,6 +89,10 @@ impl Project {
             let words: Vec<&str> = value.split_whitespace().collect();
             match (key.trim(), words.as_slice()) {
                 ("name", [name]) => (*name).clone_into(&mut project.name),
+                ("kubeward", [version]) => project.kubeward = Some((*version).to_owned()),
+                ("file", [path, hash]) => {
+                    project.files.push(((*path).to_owned(), (*hash).to_owned()));
+                }
                 ("group", [group]) => (*group).clone_into(&mut project.group),
                 ("api", [group, version, kind]) => {
                     project.apis.push(Kind::new(group, version, kind));
@@ -115,6 +125,9 @@ impl Project {
              # `create` commands. (`core` is the API group of Pods, ConfigMaps, ...)\n",
         );
         let _ = writeln!(out, "name = {}\ngroup = {}", self.name, self.group);
+        if let Some(version) = &self.kubeward {
+            let _ = writeln!(out, "kubeward = {version}");
+        }
         for api in &self.apis {
             let _ = writeln!(out, "api = {} {} {}", api.group, api.version, api.name);
         }
@@ -137,8 +150,36 @@ impl Project {
             }
             let _ = writeln!(out, "{line}");
         }
+        if !self.files.is_empty() {
+            out.push_str(
+                "# The files `cargo kubeward` wrote whole, with a hash of what it wrote: `cargo\n\
+                 # kubeward update` rewrites those you have not changed.\n",
+            );
+        }
+        for (path, hash) in &self.files {
+            let _ = writeln!(out, "file = {path} {hash}");
+        }
         out
     }
+
+    /// The hash recorded for the file `path`, if any.
+    pub(crate) fn recorded(&self, path: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, hash)| hash.as_str())
+    }
+}
+
+/// A hash of a file's `content` that stays the same across builds and Rust versions (64-bit
+/// FNV-1a, in hex): enough to tell whether a file was changed, not a defence against tampering.
+pub(crate) fn hash(content: &str) -> String {
+    let hash = content
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{hash:016x}")
 }
 
 impl Kind {
@@ -179,9 +220,18 @@ mod tests {
                 validation: false,
                 conversion: true,
             }],
+            kubeward: Some("0.1.0".to_owned()),
+            files: vec![("scripts/ci".to_owned(), hash("#!/usr/bin/env bash\n"))],
         };
         assert_eq!(Project::parse(&project.render())?, project);
         Ok(())
+    }
+
+    #[test]
+    fn the_hash_of_a_file_is_fnv_1a() {
+        // The published test vectors of 64-bit FNV-1a.
+        assert_eq!(hash(""), "cbf29ce484222325");
+        assert_eq!(hash("a"), "af63dc4c8601ec8c");
     }
 
     #[test]

@@ -102,10 +102,17 @@ pub(crate) fn plan(root: &Path, request: &Request<'_>) -> anyhow::Result<Plan> {
         plan.create(format!("src/webhook/{module}.rs"), code);
     }
     plan.replace(project::FILE, project.render());
-    plan.replace("src/lib.rs", registry::lib_rs(&project));
+    plan.replace(
+        "src/lib.rs",
+        registry::carried(root, "src/lib.rs", &registry::lib_rs(&project))?,
+    );
     plan.replace(
         "tests/integration/main.rs",
-        registry::tests_main_rs(&project),
+        registry::carried(
+            root,
+            "tests/integration/main.rs",
+            &registry::tests_main_rs(&project),
+        )?,
     );
     if first {
         plan.replace(

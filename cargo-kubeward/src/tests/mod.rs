@@ -6,7 +6,9 @@ use std::path::Path;
 
 use super::run;
 
+mod first_hour;
 mod init;
+mod update;
 
 /// Runs `cargo kubeward ARGS` in `cwd`; its output.
 fn cargo_kubeward(cwd: &Path, args: &str) -> anyhow::Result<String> {
@@ -117,6 +119,58 @@ fn create_api_registers_the_kind_without_touching_main() -> anyhow::Result<()> {
     assert!(
         files["KUBEWARD"].contains("api = example.com v1alpha1 Memo\napi = example.com v1 Note\n")
     );
+    Ok(())
+}
+
+#[test]
+fn create_keeps_the_lines_the_user_added_outside_the_marked_regions() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let root = project(dir.path())?;
+    cargo_kubeward(&root, "create api --version v1alpha1 --kind Memo")?;
+    let lib = std::fs::read_to_string(root.join("src/lib.rs"))?;
+    let mine = lib.replace(
+        "use kubeward::manager::Manager;\n",
+        "use kubeward::manager::Manager;\n\nmod util;\n",
+    );
+    std::fs::write(root.join("src/lib.rs"), &mine)?;
+    let tests = std::fs::read_to_string(root.join("tests/integration/main.rs"))?;
+    std::fs::write(
+        root.join("tests/integration/main.rs"),
+        format!("{tests}\nmod upgrade;\n"),
+    )?;
+
+    cargo_kubeward(&root, "create api --version v1 --kind Note")?;
+    cargo_kubeward(&root, "create webhook --kind Memo --validation")?;
+    let files = snapshot(&root);
+    let lib = &files["src/lib.rs"];
+    assert!(lib.contains("\nmod util;\n"), "{lib}");
+    assert!(
+        lib.contains("pub mod note;") && lib.contains("NoteReconciler"),
+        "{lib}"
+    );
+    assert!(lib.contains("webhook::memo::MemoValidator"), "{lib}");
+    let tests = &files["tests/integration/main.rs"];
+    assert!(tests.contains("mod memo;\nmod note;\n"), "{tests}");
+    assert!(tests.ends_with("\nmod upgrade;\n"), "{tests}");
+    Ok(())
+}
+
+#[test]
+fn a_missing_marker_is_refused_in_one_line_naming_the_file() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let root = project(dir.path())?;
+    let lib = std::fs::read_to_string(root.join("src/lib.rs"))?;
+    let lib = lib.replace("    // kubeward:scaffold:register\n", "");
+    std::fs::write(root.join("src/lib.rs"), lib)?;
+    let before = snapshot(&root);
+    let error = cargo_kubeward(&root, "create api --version v1alpha1 --kind Memo").unwrap_err();
+    let line = format!("{error:#}");
+    assert!(
+        line.starts_with("src/lib.rs has no `// kubeward:scaffold:register` line"),
+        "{line}"
+    );
+    assert!(!line.contains('\n'), "one line: {line}");
+    assert_eq!(snapshot(&root), before, "nothing was changed");
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, PostParams};
 use kubeward::testing::{ControlPlane, wait_for};
 
 use @@crate@@::api::@@module@@::@@kind@@;
@@ -25,6 +25,14 @@ async fn the_@@module@@_sample_becomes_ready() -> anyhow::Result<()> {
         status.conditions.is_true("Ready").then_some(())
     };
     let what = format!("the @@kind@@ {name} (config/samples/@@sample@@) to be Ready");
-    wait_for(Duration::from_secs(60), &what, ready).await?;
+    let became_ready = wait_for(Duration::from_secs(60), &what, ready).await;
+
+    // Deleted while the operator runs, however the wait ended: the operator's finalizer is done
+    // before the operator is stopped, so the namespace can go (none is left Terminating).
+    objects.delete(&name, &DeleteParams::default()).await?;
+    let gone = || async { objects.get_opt(&name).await.ok()?.is_none().then_some(()) };
+    let what = format!("the @@kind@@ {name} to be deleted (the operator's finalizer done)");
+    wait_for(Duration::from_secs(60), &what, gone).await?;
+    became_ready?;
     Ok(())
 }

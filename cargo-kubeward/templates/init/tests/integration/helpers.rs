@@ -1,4 +1,3 @@
-
 use std::process::{Child, Command, Stdio};
 
 use kubeward::testing::{ControlPlane, install_crd_object};
