@@ -1,4 +1,4 @@
-//! The flags page lists every flag of `manager::Flags` with its variable and default.
+//! The flags page lists every flag of `cli::Flags` with its variable and default.
 
 use clap::CommandFactory as _;
 use kubeward::cli::Flags;
