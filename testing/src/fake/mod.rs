@@ -49,8 +49,8 @@ mod route;
 mod selector;
 mod service;
 mod state;
-mod status;
-mod watch;
+pub(crate) mod status;
+pub(crate) mod watch;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -152,6 +152,19 @@ impl FakeApiServer {
             });
         Self {
             state: Arc::new(Mutex::new(State::new(seed))),
+        }
+    }
+
+    /// An empty fake whose every choice comes from `seed` and tokio's clock: uids and generated
+    /// names from the seed, timestamps from tokio's clock counted from 2025-01-01T00:00:00Z at
+    /// this call. Two fakes made alike, driven alike on a paused clock, store the same bytes: the
+    /// ground of a [simulation](crate::sim).
+    #[must_use]
+    pub fn deterministic(seed: u64) -> Self {
+        let mut state = State::new(seed);
+        state.virtual_start = Some(tokio::time::Instant::now());
+        Self {
+            state: Arc::new(Mutex::new(state)),
         }
     }
 
