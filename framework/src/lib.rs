@@ -115,6 +115,7 @@ pub mod manager;
 pub mod metrics;
 mod names;
 pub mod queue;
+mod random;
 pub mod rbac;
 pub mod reconcile;
 pub mod sharding;

@@ -287,6 +287,29 @@ impl FakeApiServer {
         stored.map(|object| from_json(&kind, object)).transpose()
     }
 
+    /// Every stored object of kind `K`, in namespace and name order, read without going through
+    /// a client.
+    ///
+    /// # Errors
+    /// The kind is not registered, or a stored object does not convert to `K`.
+    pub fn list<K>(&self) -> Result<Vec<K>>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = self.kind_of::<K>()?;
+        let resource = kind.storage_key();
+        let stored: Vec<serde_json::Value> = self
+            .state
+            .lock()
+            .objects_after(&resource, None)
+            .map(|(_, object)| object.clone())
+            .collect();
+        stored
+            .into_iter()
+            .map(|object| from_json(&kind, object))
+            .collect()
+    }
+
     /// The latest resourceVersion handed out.
     #[must_use]
     pub fn resource_version(&self) -> u64 {
