@@ -194,6 +194,7 @@ where
 }
 
 /// One run: the copier under the seed's faults, then the fixed point and the quiet pass.
+// ANCHOR: run
 async fn copying(world: World, how: Copier) {
     crate::testing::seed_randomness(world.seed());
     world.fake().register::<ConfigMap>();
@@ -241,6 +242,8 @@ async fn copying(world: World, how: Copier) {
             until_written(|| api.create(&post, &source)).await;
         }
     }
+    // ANCHOR_END: run
+    // ANCHOR: oracles
     world.stop_faults();
     if world
         .settle(Duration::from_secs(300), || fixed_point(&world))
@@ -255,6 +258,7 @@ async fn copying(world: World, how: Copier) {
             world.violation(format!("after the quiet pass, {why}"));
         }
     }
+    // ANCHOR_END: oracles
     shutdown.cancel();
     let stopped = tokio::time::timeout(Duration::from_secs(60), running).await;
     assert!(
@@ -271,6 +275,7 @@ fn tokio_stream(
     futures::stream::poll_fn(move |cx| keys.poll_recv(cx)).boxed()
 }
 
+// ANCHOR: check
 #[test]
 fn a_correct_copier_converges_and_rests_on_every_seed() {
     let runs = Simulation::new()
@@ -314,6 +319,7 @@ fn a_counter_bumped_at_every_reconcile_is_found() {
     );
 }
 
+// ANCHOR: planted
 #[test]
 fn a_create_with_generate_name_from_a_stale_cache_is_found() {
     let failed = Simulation::new()
@@ -326,3 +332,4 @@ fn a_create_with_generate_name_from_a_stale_cache_is_found() {
         "{failed}"
     );
 }
+// ANCHOR_END: planted
