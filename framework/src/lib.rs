@@ -116,6 +116,7 @@ pub mod manager;
 pub mod metrics;
 mod names;
 pub mod queue;
+mod random;
 pub mod rbac;
 pub mod reconcile;
 pub mod serving;

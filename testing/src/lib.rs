@@ -26,6 +26,7 @@ mod process;
 mod proxy;
 mod resources;
 mod scratch;
+pub mod sim;
 mod terminate;
 mod tls;
 mod wait;

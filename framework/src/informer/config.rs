@@ -208,6 +208,8 @@ impl Config {
             .with_min_delay(self.backoff_min)
             .with_max_delay(self.backoff_max)
             .with_jitter()
+            // Through the framework's generator, so that a simulation's seed decides it.
+            .with_jitter_seed(crate::random::next_u64())
             .without_max_times()
             .build()
     }

@@ -1,13 +1,10 @@
 //! Runs the election against a `coordination.k8s.io/v1` Lease: reads, decides, writes, repeats.
 
 use std::collections::BTreeMap;
-use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -468,17 +465,13 @@ fn wall_micros() -> i64 {
     Timestamp::now().as_microsecond()
 }
 
-/// A random number in `[0, 1)`, from the standard library's randomly keyed hasher.
+/// A random number in `[0, 1)`, from the framework's generator (which a simulation seeds).
 fn jitter() -> f64 {
     (random() >> 11) as f64 / (1_u64 << 53) as f64
 }
 
 fn random() -> u64 {
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u32(std::process::id());
-    hasher.finish()
+    crate::random::next_u64()
 }
 
 /// The host name (the pod name in Kubernetes) and a random suffix, as client-go recommends.

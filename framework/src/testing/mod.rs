@@ -24,6 +24,13 @@ pub use kubeward_testing::*;
 pub use noop::NoopReconciler;
 pub use wait::install_definition;
 
+/// Makes the framework's random choices on this thread (informer backoff jitter, the leader
+/// elector's jitter) follow `seed`: call it first in a [simulation](sim)'s body, which runs on one
+/// thread, so that the run is replayed from its seed.
+pub fn seed_randomness(seed: u64) {
+    crate::random::seed(seed);
+}
+
 /// A compact store filled by hand: the store an informer keeps with
 /// [`informer::Config::compact`](crate::informer::Config::compact), for benchmarks that measure
 /// it without an informer. `hot`: how many recently read objects stay decoded.

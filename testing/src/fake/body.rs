@@ -57,6 +57,14 @@ impl ResponseBody {
         }
     }
 
+    /// The whole body of an answer that is not a watch (not yet read).
+    pub(crate) fn full_bytes(&self) -> Option<&Bytes> {
+        match &self.inner {
+            Inner::Full(bytes) => bytes.as_ref(),
+            Inner::Watch(_) => None,
+        }
+    }
+
     pub(crate) fn watch(stream: WatchStream) -> Self {
         Self {
             inner: Inner::Watch(Box::new(stream)),

@@ -49,8 +49,8 @@ mod route;
 mod selector;
 mod service;
 mod state;
-mod status;
-mod watch;
+pub(crate) mod status;
+pub(crate) mod watch;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -152,6 +152,19 @@ impl FakeApiServer {
             });
         Self {
             state: Arc::new(Mutex::new(State::new(seed))),
+        }
+    }
+
+    /// An empty fake whose every choice comes from `seed` and tokio's clock: uids and generated
+    /// names from the seed, timestamps from tokio's clock counted from 2025-01-01T00:00:00Z at
+    /// this call. Two fakes made alike, driven alike on a paused clock, store the same bytes: the
+    /// ground of a [simulation](crate::sim).
+    #[must_use]
+    pub fn deterministic(seed: u64) -> Self {
+        let mut state = State::new(seed);
+        state.virtual_start = Some(tokio::time::Instant::now());
+        Self {
+            state: Arc::new(Mutex::new(state)),
         }
     }
 
@@ -272,6 +285,29 @@ impl FakeApiServer {
         let kind = self.kind_of::<K>()?;
         let stored = self.state.lock().get(&kind, namespace, name).ok();
         stored.map(|object| from_json(&kind, object)).transpose()
+    }
+
+    /// Every stored object of kind `K`, in namespace and name order, read without going through
+    /// a client.
+    ///
+    /// # Errors
+    /// The kind is not registered, or a stored object does not convert to `K`.
+    pub fn list<K>(&self) -> Result<Vec<K>>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = self.kind_of::<K>()?;
+        let resource = kind.storage_key();
+        let stored: Vec<serde_json::Value> = self
+            .state
+            .lock()
+            .objects_after(&resource, None)
+            .map(|(_, object)| object.clone())
+            .collect();
+        stored
+            .into_iter()
+            .map(|object| from_json(&kind, object))
+            .collect()
     }
 
     /// The latest resourceVersion handed out.

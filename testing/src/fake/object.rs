@@ -44,13 +44,22 @@ pub(crate) fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-/// The current time as the API server writes it (RFC 3339, whole seconds, UTC).
-pub(crate) fn now() -> String {
-    let now = k8s_openapi::jiff::Timestamp::now();
-    k8s_openapi::jiff::Timestamp::from_second(now.as_second())
-        .unwrap_or(now)
-        .to_string()
+/// The current time as the API server writes it (RFC 3339, whole seconds, UTC): the system's,
+/// or with a `virtual_start`, tokio's clock counted from [`VIRTUAL_EPOCH`] at that instant.
+pub(crate) fn now(virtual_start: Option<tokio::time::Instant>) -> String {
+    use k8s_openapi::jiff::Timestamp;
+    let seconds = match virtual_start {
+        Some(start) => {
+            let elapsed = tokio::time::Instant::now().duration_since(start).as_secs();
+            VIRTUAL_EPOCH.saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+        }
+        None => Timestamp::now().as_second(),
+    };
+    Timestamp::from_second(seconds).map_or_else(|_| Timestamp::now().to_string(), |t| t.to_string())
 }
+
+/// Where a deterministic fake's clock starts: 2025-01-01T00:00:00Z, in seconds since 1970.
+pub(crate) const VIRTUAL_EPOCH: i64 = 1_735_689_600;
 
 /// Whether anything outside `apiVersion`, `kind`, `metadata` and (when it has its own
 /// subresource) `status` differs: what bumps `metadata.generation`.

@@ -72,6 +72,8 @@ pub(crate) struct State {
     /// backlog off its socket gets many events per read.
     held: Option<Vec<(UnboundedSender<Bytes>, BytesMut)>>,
     seed: u64,
+    /// Set on a deterministic fake: timestamps are tokio's clock since this instant.
+    pub(crate) virtual_start: Option<tokio::time::Instant>,
     /// The last configuration each server-side apply manager applied, by object uid.
     applied: HashMap<String, BTreeMap<String, Value>>,
 }
@@ -115,6 +117,7 @@ impl State {
             bookmarks_sent: 0,
             held: None,
             seed,
+            virtual_start: None,
             applied: HashMap::new(),
         }
     }
@@ -520,7 +523,10 @@ impl State {
             metadata.remove(field);
         }
         metadata.insert("uid".into(), json!(object::uid(self.seed)));
-        metadata.insert("creationTimestamp".into(), json!(object::now()));
+        metadata.insert(
+            "creationTimestamp".into(),
+            json!(object::now(self.virtual_start)),
+        );
         if kind.generation {
             metadata.insert("generation".into(), json!(1));
         } else {
@@ -664,7 +670,10 @@ impl State {
             }
             let mut next = old.clone();
             let metadata = metadata_mut(&mut next);
-            metadata.insert("deletionTimestamp".into(), json!(object::now()));
+            metadata.insert(
+                "deletionTimestamp".into(),
+                json!(object::now(self.virtual_start)),
+            );
             metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
             if let Some(generation) = metadata.get("generation").and_then(Value::as_i64) {
                 metadata.insert("generation".into(), json!(generation + 1));

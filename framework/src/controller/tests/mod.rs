@@ -4,6 +4,7 @@
 mod dynamic;
 mod failure;
 mod paused_clock;
+mod simulation;
 mod slow_user_code;
 mod worker;
 
