@@ -86,7 +86,8 @@
 //! | [`serving`] | the probes and metrics endpoints, a runnable of the manager |
 //! | `cli` | on top: the command line's flags, logging and subcommands, and the manager they describe (feature `cli`) |
 //!
-//! `error`, `names` (the API server's name rules) and `task` (spawning boxed futures) serve every
+//! `error`, `names` (the API server's name rules), `random` (jitter a simulation can seed) and
+//! `task` (spawning boxed futures) serve every
 //! layer. A test (`src/tests/layers.rs`) fails when a module's code names a
 //! module below it in this table, or when a module has no row.
 //!

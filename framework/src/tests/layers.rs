@@ -29,11 +29,12 @@ const LAYERS: [&str; 18] = [
     "cli",
 ];
 
-/// What every layer may use: the crate's error, the name checks, a buffer helper, the boxed
+/// What every layer may use: the crate's error, the name checks, seedable jitter, a buffer helper, the boxed
 /// spawns, the testing kit, and `lib.rs` and `tests`, which are not code of a layer.
-const SERVES_ALL: [&str; 7] = [
+const SERVES_ALL: [&str; 8] = [
     "error",
     "names",
+    "random",
     "spare_capacity",
     "task",
     "testing",
