@@ -22,7 +22,8 @@ impl Manager {
     /// webhooks, conversions are added explicitly: the webhook server needs a certificate.
     ///
     /// # Errors
-    /// [`Error::DuplicatePath`] if a route at `/convert` was added with [`Self::add_route`].
+    /// [`Error::DuplicatePath`](super::Error::DuplicatePath) if a route at `/convert` was added
+    /// with [`Self::add_route`].
     pub fn add_conversion(&self, converter: Converter) -> Result<()> {
         let mut set = self.webhooks.lock();
         if set.converters.is_empty() {

@@ -134,7 +134,7 @@ pub enum Error {
         /// The Lease's name.
         lease: String,
     },
-    /// The `shards` [`Command`] could not read a ring's Leases or objects.
+    /// The `shards` command (`cli::Command`) could not read a ring's Leases or objects.
     #[cfg(feature = "sharding")]
     #[error("reading the shards of ring {ring}")]
     RingView {
@@ -144,7 +144,8 @@ pub enum Error {
         #[source]
         source: Box<kube::Error>,
     },
-    /// A [`Command`] could not make, print or write the manifests (or the rings).
+    /// A command-line subcommand (`cli::Command`) could not make, print or write the manifests
+    /// (or the rings).
     #[error("{action}")]
     Manifests {
         /// What was being done, or what is missing.
