@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use super::manifests::{crds_yaml, default_chart, write_chart};
 use crate::crd::CustomResourceDefinition;
-use crate::manager::{Error, Manager, Result, program};
+use crate::manager::program::program;
+use crate::manager::{Error, Manager, Result};
 
 /// What an operator does instead of running: print or write the manifests of the controllers
 /// added to its [`Manager`]. [`Operator::run`](super::Operator::run) does it and returns without

@@ -56,7 +56,7 @@ pub struct Flags {
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value_t = crate::manager::default_lease_name(),
+        default_value_t = crate::manager::program::default_lease_name(),
         value_name = "NAME"
     )]
     pub leader_election_id: String,
@@ -501,7 +501,10 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(election.lease, crate::manager::default_lease_name());
+        assert_eq!(
+            election.lease,
+            crate::manager::program::default_lease_name()
+        );
         assert!(
             election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
             "the default Lease is the program's own: {}",

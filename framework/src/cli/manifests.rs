@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::crd::CustomResourceDefinition;
-use crate::manager::ControllerManifests as Recorded;
+use crate::manager::recorded::ControllerManifests as Recorded;
 use crate::rbac;
 
 /// The chart file the `manifests` subcommand writes the CRDs to, relative to the chart's folder.

@@ -2,7 +2,9 @@
 
 use std::io::Write as _;
 
-use crate::manager::{Error, Manager, RecordedRing, Result, pod_namespace};
+use crate::manager::pod_namespace::pod_namespace;
+use crate::manager::recorded::RecordedRing;
+use crate::manager::{Error, Manager, Result};
 use crate::sharding::ring_view;
 
 /// Prints the view of `ring`, or of every ring in `rings`: each shard's Lease state, holder and

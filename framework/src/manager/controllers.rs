@@ -38,8 +38,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             };
             controller = controller.concurrency(workers.get());
         }
-        manager.claim_controller_name(&name)?;
-        manager.record_manifests(&name, controller.crd.take(), controller.rbac.take());
+        manager.record_controller(&name, controller.crd.take(), controller.rbac.take())?;
         #[cfg(feature = "sharding")]
         let controller = match manager.run_in_ring(controller, &name) {
             Ok(member) => return Ok(member),

@@ -20,10 +20,10 @@ mod controllers;
 #[cfg(feature = "webhooks")]
 mod conversions;
 mod namespaces;
-mod pod_namespace;
+pub(crate) mod pod_namespace;
 mod probes;
-mod program;
-mod recorded;
+pub(crate) mod program;
+pub(crate) mod recorded;
 mod run;
 mod runnable;
 #[cfg(feature = "sharding")]
@@ -41,17 +41,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
 pub use self::connection::Connection;
-#[cfg(all(feature = "cli", feature = "sharding"))]
-pub(crate) use self::pod_namespace::pod_namespace;
 pub use self::probes::Check;
 pub(crate) use self::probes::Probes;
-#[cfg(feature = "cli")]
-pub(crate) use self::program::{default_lease_name, program};
-#[cfg(feature = "cli")]
-pub(crate) use self::recorded::ControllerManifests;
 use self::recorded::Recorded;
-#[cfg(all(feature = "cli", feature = "sharding"))]
-pub(crate) use self::recorded::RecordedRing;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
 #[cfg(feature = "sharding")]
 pub use self::shard::Shard;
@@ -199,7 +191,6 @@ pub struct Manager {
     factory: Arc<Factory>,
     probes: Arc<Probes>,
     runnables: Mutex<Vec<Box<dyn Runnable>>>,
-    controller_names: Mutex<std::collections::HashSet<String>>,
     shutdown: CancellationToken,
     /// What the controllers added declare, for the manifests.
     recorded: Mutex<Recorded>,
@@ -261,7 +252,6 @@ impl Manager {
             metrics,
             probes: Arc::default(),
             runnables: Mutex::default(),
-            controller_names: Mutex::default(),
             shutdown: CancellationToken::new(),
             recorded: Mutex::default(),
             #[cfg(feature = "webhooks")]
@@ -317,22 +307,6 @@ impl Manager {
         let runnable = component.into_runnable(self)?;
         self.runnables.lock().push(runnable);
         Ok(())
-    }
-
-    /// Reserves a controller name.
-    ///
-    /// # Errors
-    /// [`Error::InvalidController`] when another controller of this manager has it.
-    pub(crate) fn claim_controller_name(&self, name: &str) -> Result<()> {
-        if self.controller_names.lock().insert(name.to_owned()) {
-            return Ok(());
-        }
-        Err(Error::InvalidController {
-            name: name.to_owned(),
-            reason: "another controller of this manager has this name; give each a name of \
-                     its own with Controller::name"
-                .to_owned(),
-        })
     }
 
     /// The health and readiness checks, which [`Endpoints`](crate::serving::Endpoints) answers.

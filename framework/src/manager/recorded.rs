@@ -1,6 +1,5 @@
-//! Keeps what an operator's manifests are made of: each controller's CRD and RBAC rules, its rings.
-//!
-//! Only the command line's subcommands read it (feature `cli`).
+//! Keeps what the controllers added declare: each one's name (unique in a manager), CRD and RBAC
+//! rules, and its ring; the command line's subcommands (feature `cli`) read the manifests.
 #![cfg_attr(
     not(feature = "cli"),
     allow(dead_code, reason = "only the command line's subcommands read it")
@@ -9,7 +8,7 @@
 #[cfg(feature = "sharding")]
 use kube::api::ApiResource;
 
-use super::Manager;
+use super::{Error, Manager, Result};
 use crate::crd::CustomResourceDefinition;
 use crate::rbac::PolicyRule;
 #[cfg(feature = "sharding")]
@@ -44,18 +43,32 @@ pub(crate) struct RecordedRing {
 }
 
 impl Manager {
-    /// Keeps a controller's CRD and rules.
-    pub(crate) fn record_manifests(
+    /// Keeps a controller's name, CRD and rules.
+    ///
+    /// # Errors
+    /// [`Error::InvalidController`] when another controller of this manager has the name
+    /// (names label metrics and Events, so two controllers sharing one could not be told apart).
+    pub(crate) fn record_controller(
         &self,
         controller: &str,
         crd: Option<CustomResourceDefinition>,
         rbac: Option<Vec<PolicyRule>>,
-    ) {
-        self.recorded.lock().controllers.push(ControllerManifests {
+    ) -> Result<()> {
+        let controllers = &mut self.recorded.lock().controllers;
+        if controllers.iter().any(|c| c.controller == controller) {
+            return Err(Error::InvalidController {
+                name: controller.to_owned(),
+                reason: "another controller of this manager has this name; give each a name of \
+                         its own with Controller::name"
+                    .to_owned(),
+            });
+        }
+        controllers.push(ControllerManifests {
             controller: controller.to_owned(),
             crd,
             rbac,
         });
+        Ok(())
     }
 
     /// Keeps the ring of a controller whose kinds are `kinds` (none for a controller that
