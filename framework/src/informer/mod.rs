@@ -73,6 +73,7 @@ mod handler;
 mod initial_events;
 mod list_response;
 mod listener;
+mod not_served;
 mod progress;
 mod reflector;
 mod registration;

@@ -181,6 +181,9 @@ where
                 &crate::error::chain(err),
                 delay,
             );
+        } else if let Some(fix) = super::not_served::hint(err) {
+            let error = crate::error::chain(err);
+            tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed: {fix}; retrying");
         } else {
             let error = crate::error::chain(err);
             tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");

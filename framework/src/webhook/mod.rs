@@ -80,9 +80,23 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The serving certificate could not be loaded or made.
+    /// The serving certificate could not be made.
     #[error("the webhook server's certificate")]
     Certificate(#[source] crate::tls::Error),
+    /// The serving certificate could not be loaded from `--webhook-cert-dir`.
+    #[error(
+        "the webhook server's certificate in {dir}: put `tls.crt` and `tls.key` there (in a \
+         cluster, cert-manager's Secret, as the chart mounts it), or run with \
+         --webhook-self-signed (outside a cluster also --webhook-host 127.0.0.1 --webhook-url \
+         https://127.0.0.1:PORT) to make one at start"
+    )]
+    CertificateDir {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: crate::tls::Error,
+    },
     /// The API server refused a webhook configuration or CRD the manager installs.
     #[error("installing {what}")]
     Install {

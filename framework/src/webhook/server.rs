@@ -50,7 +50,12 @@ impl Server {
             (certificate, Some(ca.certificate_pem().to_owned()), None)
         } else {
             let certificate =
-                ReloadingCertificate::from_dir(&config.cert_dir).map_err(Error::Certificate)?;
+                ReloadingCertificate::from_dir(&config.cert_dir).map_err(|source| {
+                    Error::CertificateDir {
+                        dir: config.cert_dir.clone(),
+                        source,
+                    }
+                })?;
             (certificate, None, Some(config.reload_period))
         };
         Ok(Self {

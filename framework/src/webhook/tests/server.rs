@@ -163,3 +163,19 @@ async fn garbage_and_plain_http_on_the_port_end_their_connection_and_the_server_
     assert_eq!(status, 200, "the server still serves");
     stop.cancel();
 }
+
+#[tokio::test]
+async fn a_cert_dir_without_a_certificate_is_an_error_that_names_the_folder_and_the_fixes() {
+    let empty = tempfile::tempdir().expect("a temporary folder");
+    let config = Config::default().port(0).cert_dir(empty.path());
+    let webhook = Admission::validator::<ConfigMap>(Allow);
+    let Err(error) = Server::bind(&config, &["localhost".into()], &[webhook.route]).await else {
+        panic!("a folder without tls.crt and tls.key cannot serve");
+    };
+    let line = crate::error::chain(&error);
+    assert!(line.contains(&empty.path().display().to_string()), "{line}");
+    assert!(
+        line.contains("--webhook-self-signed") && line.contains("cert-manager"),
+        "{line}"
+    );
+}
