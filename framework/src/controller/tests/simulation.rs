@@ -290,6 +290,7 @@ fn a_correct_copier_converges_and_rests_on_every_seed() {
         "faults were injected in {injected} of 30 runs only"
     );
 }
+// ANCHOR_END: check
 
 #[test]
 fn a_copier_run_is_replayed_byte_for_byte_from_its_seed() {
