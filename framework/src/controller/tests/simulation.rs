@@ -93,7 +93,11 @@ impl Reconciler<ConfigMap> for Copying {
 }
 
 /// The copy `<source>-copy`, read from the API server.
-async fn copy_by_name(api: &Api<ConfigMap>, source: &ConfigMap, count: bool) -> kube::Result<()> {
+pub(super) async fn copy_by_name(
+    api: &Api<ConfigMap>,
+    source: &ConfigMap,
+    count: bool,
+) -> kube::Result<()> {
     let name = format!("{}-copy", source.name_any());
     match api.get_opt(&name).await? {
         None => {
@@ -187,7 +191,7 @@ async fn status_from_cache(
     Ok(())
 }
 
-fn copy_meta(source: &ConfigMap, name: Option<String>) -> ObjectMeta {
+pub(super) fn copy_meta(source: &ConfigMap, name: Option<String>) -> ObjectMeta {
     ObjectMeta {
         name,
         labels: Some([("copy-of".to_owned(), source.name_any())].into()),
@@ -223,7 +227,7 @@ fn fixed_point(world: &World) -> Result<(), String> {
 
 /// Writes with `api` until a write is not refused by a fault; a create whose answer was lost
 /// and so answers `AlreadyExists` when retried counts as done.
-async fn until_written<F, Fut>(mut write: F)
+pub(super) async fn until_written<F, Fut>(mut write: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = kube::Result<ConfigMap>>,
