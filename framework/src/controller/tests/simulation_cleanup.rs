@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt as _};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -98,7 +98,7 @@ fn fixed_point(world: &World) -> Result<(), String> {
     let sources: BTreeSet<String> = stored
         .iter()
         .filter(|cm| is_source(cm))
-        .map(|cm| cm.name_any())
+        .map(ResourceExt::name_any)
         .collect();
     for source in stored.iter().filter(|cm| is_source(cm)) {
         let name = source.name_any();
