@@ -191,7 +191,7 @@ async fn status_from_cache(
     Ok(())
 }
 
-pub(super) fn copy_meta(source: &ConfigMap, name: Option<String>) -> ObjectMeta {
+fn copy_meta(source: &ConfigMap, name: Option<String>) -> ObjectMeta {
     ObjectMeta {
         name,
         labels: Some([("copy-of".to_owned(), source.name_any())].into()),
