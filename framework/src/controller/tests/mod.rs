@@ -5,6 +5,7 @@ mod dynamic;
 mod failure;
 mod paused_clock;
 mod simulation;
+mod simulation_cleanup;
 mod slow_user_code;
 mod worker;
 

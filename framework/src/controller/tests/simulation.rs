@@ -38,6 +38,13 @@ enum Copier {
     /// Looks the copy up in its cache (label `copy-of`) and creates one with `generateName`
     /// when the cache shows none: a late watch or a lost answer duplicates it.
     GenerateName,
+    /// As `Correct`, but a failed read or write is logged and the reconcile returns
+    /// `await_change` all the same: the error is swallowed, so nothing retries it.
+    Swallow,
+    /// As `Correct`, then marks the copy's status (annotation `copied-step`) by writing back the
+    /// copy its cache holds with an unconditional replace: a cache older than the write just made
+    /// undoes it.
+    StaleStatus,
 }
 
 /// A copier with the oracle every reconcile enters.
@@ -71,13 +78,26 @@ impl Reconciler<ConfigMap> for Copying {
                 copy_by_name(&api, &source, self.how == Copier::Counter).await?;
             }
             Copier::GenerateName => copy_from_cache(&api, &source, ctx).await?,
+            Copier::Swallow => {
+                if let Err(error) = copy_by_name(&api, &source, false).await {
+                    tracing::debug!(%error, "copy failed; waiting for the next change");
+                }
+            }
+            Copier::StaleStatus => {
+                copy_by_name(&api, &source, false).await?;
+                status_from_cache(&api, &source, ctx).await?;
+            }
         }
         Ok(Action::await_change())
     }
 }
 
 /// The copy `<source>-copy`, read from the API server.
-async fn copy_by_name(api: &Api<ConfigMap>, source: &ConfigMap, count: bool) -> kube::Result<()> {
+pub(super) async fn copy_by_name(
+    api: &Api<ConfigMap>,
+    source: &ConfigMap,
+    count: bool,
+) -> kube::Result<()> {
     let name = format!("{}-copy", source.name_any());
     match api.get_opt(&name).await? {
         None => {
@@ -143,6 +163,34 @@ async fn copy_from_cache(
     Ok(())
 }
 
+/// Sets the status annotation `copied-step` on the copy as the controller's cache shows it, and
+/// writes that whole copy back without a resourceVersion precondition.
+async fn status_from_cache(
+    api: &Api<ConfigMap>,
+    source: &ConfigMap,
+    ctx: &Context<ConfigMap>,
+) -> kube::Result<()> {
+    let name = format!("{}-copy", source.name_any());
+    let Some(cached) = ctx.store().get(&ObjectKey::new(Some("ns"), &name)) else {
+        return Ok(());
+    };
+    let step = source
+        .data
+        .as_ref()
+        .and_then(|data| data.get("step"))
+        .cloned()
+        .unwrap_or_default();
+    if cached.annotations().get("copied-step") == Some(&step) {
+        return Ok(());
+    }
+    let mut copy = (*cached).clone();
+    copy.annotations_mut()
+        .insert("copied-step".to_owned(), step);
+    copy.metadata.resource_version = None;
+    api.replace(&name, &PostParams::default(), &copy).await?;
+    Ok(())
+}
+
 fn copy_meta(source: &ConfigMap, name: Option<String>) -> ObjectMeta {
     ObjectMeta {
         name,
@@ -179,7 +227,7 @@ fn fixed_point(world: &World) -> Result<(), String> {
 
 /// Writes with `api` until a write is not refused by a fault; a create whose answer was lost
 /// and so answers `AlreadyExists` when retried counts as done.
-async fn until_written<F, Fut>(mut write: F)
+pub(super) async fn until_written<F, Fut>(mut write: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = kube::Result<ConfigMap>>,
@@ -334,3 +382,57 @@ fn a_create_with_generate_name_from_a_stale_cache_is_found() {
     );
 }
 // ANCHOR_END: planted
+
+#[test]
+fn an_error_swallowed_so_nothing_retries_is_found() {
+    let failed = Simulation::new()
+        .seeds(0..20)
+        .find(|world| copying(world, Copier::Swallow))
+        .expect("a failed write that is never retried leaves a stale copy within 20 seeds");
+    eprintln!("{}", failed.report());
+    assert!(
+        failed.reasons().iter().any(|r| r.contains("fixed point")),
+        "{failed}"
+    );
+}
+
+#[test]
+fn a_status_written_from_a_stale_cached_copy_is_found() {
+    let failed = Simulation::new()
+        .seeds(0..20)
+        .find(|world| copying(world, Copier::StaleStatus))
+        .expect("a stale cached copy written back undoes newer data within 20 seeds");
+    eprintln!("{}", failed.report());
+    assert!(
+        failed.reasons().iter().any(|r| r.contains("stale data")),
+        "{failed}"
+    );
+}
+
+/// Prints, for each planted bug, how many of seeds `0..KUBEWARD_SIM_TALLY` fail and the first
+/// that does: the numbers in the book's bug table.
+#[test]
+#[ignore = "a long run for the book's table: KUBEWARD_SIM_TALLY=200 cargo test -p kubeward --lib -- tally --ignored --nocapture"]
+fn tally() {
+    let n: u64 = std::env::var("KUBEWARD_SIM_TALLY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    for how in [
+        Copier::Correct,
+        Copier::Counter,
+        Copier::GenerateName,
+        Copier::Swallow,
+        Copier::StaleStatus,
+    ] {
+        let simulation = Simulation::new();
+        let failing: Vec<u64> = (0..n)
+            .filter(|&seed| simulation.run(seed, |world| copying(world, how)).is_err())
+            .collect();
+        eprintln!(
+            "{how:?}: {} of {n} fail, first {:?}",
+            failing.len(),
+            failing.first()
+        );
+    }
+}
