@@ -2,7 +2,7 @@
 //!
 //! ```no_run
 //! # #[allow(dead_code)]
-//! # async fn demo() -> Result<(), kubeward::manager::Error> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use kubeward::manager::{Config, Manager, RunsOn, runnable_fn};
 //!
 //! let manager = Manager::new(kube::Config::infer().await?, Config::default())?;
@@ -10,7 +10,8 @@
 //!     shutdown.cancelled().await;
 //!     Ok(())
 //! }))?;
-//! manager.run().await // until SIGTERM or SIGINT
+//! manager.run().await?; // until SIGTERM or SIGINT
+//! # Ok(())
 //! # }
 //! ```
 
