@@ -37,6 +37,31 @@ fn target_dir() -> anyhow::Result<PathBuf> {
         .ok_or_else(|| anyhow::anyhow!("{} is not in TARGET/PROFILE/deps", exe.display()))
 }
 
+/// The variables cargo set for this test binary that describe its package (`CARGO_PKG_NAME`,
+/// `CARGO_MANIFEST_DIR`, `OUT_DIR`…). A nested cargo must not inherit them: build scripts such as
+/// ring's ask to rerun when one changes, and the workspace's own builds run without them, so each
+/// side would rebuild ring, rustls and kube for the other on every run.
+fn variables_of_this_package() -> Vec<std::ffi::OsString> {
+    const PREFIXES: [&str; 6] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_CFG_",
+        "CARGO_PRIMARY_PACKAGE",
+    ];
+    std::env::vars_os()
+        .map(|(key, _)| key)
+        .filter(|key| {
+            key.to_str().is_some_and(|key| {
+                key == "OUT_DIR"
+                    || key == "CARGO_TARGET_TMPDIR"
+                    || PREFIXES.iter().any(|p| key.starts_with(p))
+            })
+        })
+        .collect()
+}
+
 /// `cargo ARGS` in `dir` on the workspace's target folder, offline; its standard output, or an
 /// error quoting its output. One job, so that the other tests of this binary keep a core.
 async fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> anyhow::Result<String> {
@@ -50,6 +75,9 @@ async fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> anyhow::Resu
         .env("CARGO_NET_OFFLINE", "true")
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    for key in variables_of_this_package() {
+        command.env_remove(key);
+    }
     for (key, value) in env {
         command.env(key, value);
     }
