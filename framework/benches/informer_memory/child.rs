@@ -3,7 +3,7 @@
 //!
 //! The parent runs this bench binary again with [`CHILD`] naming the cache and either [`URL`]
 //! (the fake, plain HTTP) or [`KUBECONFIG`] (the control plane) saying where to sync from. The
-//! child syncs, keeps watching for [`SETTLE`], and prints its figures on one line of stdout.
+//! child syncs, keeps watching for [`settle`], and prints its figures on one line of stdout.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -28,8 +28,11 @@ const URL: &str = "KUBEWARD_BENCH_SCALE_URL";
 /// The control plane's kubeconfig, for a child.
 const KUBECONFIG: &str = "KUBEWARD_BENCH_SCALE_KUBECONFIG";
 /// How long a child keeps watching after its sync before its settled memory is read: time for
-/// the sync's transient buffers to be freed and the decode threads to go idle.
-pub(crate) const SETTLE: Duration = Duration::from_secs(3);
+/// the sync's transient buffers to be freed and the decode threads to go idle: 3 s, or 1 s with
+/// `KUBEWARD_BENCH_QUICK=1`.
+pub(crate) fn settle() -> Duration {
+    Duration::from_secs(if crate::fixtures::quick() { 1 } else { 3 })
+}
 /// Objects a compact store keeps decoded.
 pub(crate) const HOT: usize = 1024;
 
@@ -109,7 +112,7 @@ async fn client() -> anyhow::Result<kube::Client> {
 }
 
 /// In a child: syncs cache `name` from the source the parent named, keeps watching for
-/// [`SETTLE`], and prints microseconds to synced, peak and settled resident bytes and heap bytes.
+/// [`settle`], and prints microseconds to synced, peak and settled resident bytes and heap bytes.
 pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -161,7 +164,7 @@ pub(crate) fn child(name: &str, heap: PeakAlloc) -> anyhow::Result<()> {
             "{name}: cached {cached} of {}",
             objects()
         );
-        tokio::time::sleep(SETTLE).await;
+        tokio::time::sleep(settle()).await;
         let status = std::fs::read_to_string("/proc/self/status")?;
         let field = |key: &str| -> anyhow::Result<u64> {
             let line = status

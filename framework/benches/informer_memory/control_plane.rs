@@ -17,7 +17,7 @@ use kube::{Api, Client};
 use kubeward::testing::ControlPlane;
 use tokio::time::Instant;
 
-use crate::child::{self, HOT, Measured, SETTLE, Source};
+use crate::child::{self, HOT, Measured, Source, settle};
 use crate::fixtures::Fixture;
 use crate::scale::{CACHES, mb, objects};
 
@@ -135,10 +135,11 @@ fn print(json: usize, rows: &[(&str, Measured)]) {
          recorded by the server; kubeward strips them, kube-runtime keeps them by default), \
          listed in pages of 500 from etcd by a local kube-apiserver 1.20 (no streaming lists) \
          running on the same machine; each cache syncs in a fresh process (two runtime \
-         threads) and keeps watching for {SETTLE:?}. Resident memory is the whole process's: \
+         threads) and keeps watching for {settle:?}. Resident memory is the whole process's: \
          peak (`VmHWM`) and after settling; heap is the live bytes its allocator counted then. \
          Compact stores keep {HOT} objects decoded.\n",
-        json as f64 / 1024.0
+        json as f64 / 1024.0,
+        settle = settle(),
     );
     println!(
         "| cache | time to synced | peak resident | settled resident | settled resident vs \

@@ -5,7 +5,7 @@
 //! Run with `scripts/bench informer_scale` (`cargo bench -p kubeward --all-features --bench
 //! informer_memory -- scale`). Each child syncs one cache (kube-runtime's reflector or a
 //! kubeward informer, by paginated list or by streaming list), then keeps watching for
-//! [`SETTLE`]; it reports the time to synced, its peak resident memory (`VmHWM`: the whole
+//! [`settle`]; it reports the time to synced, its peak resident memory (`VmHWM`: the whole
 //! process, its runtime and client included), its resident memory after settling, and its live
 //! heap then (counted by the bench's global allocator).
 
@@ -16,14 +16,14 @@ use kubeward::testing::FakeApiServer;
 use peak_alloc::PeakAlloc;
 use tokio::time::Instant;
 
-use crate::child::{self, HOT, Measured, SETTLE, Source};
+use crate::child::{self, HOT, Measured, Source, settle};
 use crate::fixtures::{Fixture, quick};
 
-/// ConfigMaps in the store: 1,000,000, or 10,000 with `KUBEWARD_BENCH_QUICK=1`, or as many as
+/// ConfigMaps in the store: 1,000,000, or 2,000 with `KUBEWARD_BENCH_QUICK=1`, or as many as
 /// [`OBJECTS`] says (for a machine or a time budget too small for a million). Children inherit it.
 pub(crate) fn objects() -> usize {
     let given = std::env::var(OBJECTS).ok().and_then(|n| n.parse().ok());
-    given.unwrap_or(if quick() { 10_000 } else { 1_000_000 })
+    given.unwrap_or(if quick() { 2_000 } else { 1_000_000 })
 }
 
 /// The environment variable that sets [`objects`].
@@ -92,10 +92,11 @@ fn print(fixture: &Fixture, rows: &[(&str, Measured)]) {
         "{n} ConfigMaps of {:.1} KB of JSON each (managedFields included; kubeward strips them, \
          kube-runtime keeps them by default), served by the fake API server over loopback \
          HTTP from another process; each cache syncs in a fresh process (two runtime threads) \
-         and keeps watching for {SETTLE:?}. Resident memory is the whole process's: peak \
+         and keeps watching for {settle:?}. Resident memory is the whole process's: peak \
          (`VmHWM`) and after settling; heap is the live bytes its allocator counted then. \
          Compact stores keep {HOT} objects decoded.\n",
-        fixture.json_size() as f64 / 1024.0
+        fixture.json_size() as f64 / 1024.0,
+        settle = settle(),
     );
     println!(
         "| cache | time to synced | peak resident | settled resident | settled resident vs \
