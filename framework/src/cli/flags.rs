@@ -170,13 +170,7 @@ impl Flags {
     pub fn config(&self) -> Result<Config, Error> {
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
-        let election = leader::Config::default()
-            .lease_duration(self.leader_election_lease_duration)
-            .renew_deadline(self.leader_election_renew_deadline)
-            .retry_period(self.leader_election_retry_period);
-        election
-            .validate()
-            .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        let election = self.election_timings()?;
         #[cfg(feature = "tls")]
         if self.metrics_secure
             && self.metrics_bind_address != BindAddress::Off
@@ -193,10 +187,6 @@ impl Flags {
                 "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
             ));
         }
-        #[cfg(feature = "sharding")]
-        let shard = self
-            .shard
-            .shard(self.leader_election_namespace.clone(), &election)?;
         let cache = CacheScope::default().namespaces(
             self.watch_namespaces
                 .iter()
@@ -221,13 +211,36 @@ impl Flags {
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
             .informers(informer::Config::default().watch_list(self.watch_list));
-        #[cfg(feature = "sharding")]
-        let config = config.shard(shard);
         #[cfg(feature = "tls")]
         let config = config.enable_http2(self.enable_http2);
         #[cfg(feature = "webhooks")]
         let config = config.webhook(self.webhook.config());
         Ok(config)
+    }
+
+    /// The shard of a controller ring these flags run this replica as (`--shard-ring`,
+    /// `--shard-id`), holding its Lease with the leader-election timings; the operator adds it
+    /// to its manager unless a [`Command`] runs instead.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for a shard id without its ring, a ring or id that cannot name a
+    /// Lease, or leader-election timings that do not fit together.
+    #[cfg(feature = "sharding")]
+    pub fn shard(&self) -> Result<Option<crate::shard::Shard>, Error> {
+        let timings = self.election_timings()?;
+        (self.shard).shard(self.leader_election_namespace.clone(), &timings)
+    }
+
+    /// The leader-election timings, checked.
+    fn election_timings(&self) -> Result<leader::Config, Error> {
+        let election = leader::Config::default()
+            .lease_duration(self.leader_election_lease_duration)
+            .renew_deadline(self.leader_election_renew_deadline)
+            .retry_period(self.leader_election_retry_period);
+        election
+            .validate()
+            .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        Ok(election)
     }
 
     /// Where the probes and metrics are served (`--metrics-bind-address`,

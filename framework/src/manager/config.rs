@@ -2,8 +2,6 @@
 
 use std::time::Duration;
 
-#[cfg(feature = "sharding")]
-use super::Shard;
 use crate::client::HealthChecks;
 use crate::informer::CacheScope;
 #[cfg(feature = "webhooks")]
@@ -80,8 +78,6 @@ pub struct Config {
     pub(crate) informers: informer::Config,
     #[cfg(feature = "webhooks")]
     pub(crate) webhook: webhook::Config,
-    #[cfg(feature = "sharding")]
-    pub(crate) shard: Option<Shard>,
     pub(crate) health_checks: HealthChecks,
 }
 
@@ -98,8 +94,6 @@ impl Default for Config {
             informers: informer::Config::default(),
             #[cfg(feature = "webhooks")]
             webhook: webhook::Config::default(),
-            #[cfg(feature = "sharding")]
-            shard: None,
             health_checks: HealthChecks::default(),
         }
     }
@@ -179,25 +173,11 @@ impl Config {
     }
 
     /// How the webhook server serves and is reached (it runs only when webhooks or routes were
-    /// added, or for a [shard](Self::shard) whose server has a certificate).
+    /// added, or for a shard whose server has a certificate).
     #[cfg(feature = "webhooks")]
     #[must_use]
     pub fn webhook(mut self, config: webhook::Config) -> Self {
         self.webhook = config;
-        self
-    }
-
-    /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`; feature
-    /// `sharding`): the
-    /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
-    /// run on every replica, each on its share; the leader runs the sharder. When the
-    /// webhook server (`Self::webhook`, feature `webhooks`) has a certificate (self-signed, or `tls.crt` in its
-    /// directory) and a port, every replica also serves the webhooks that assign the ring's new
-    /// objects as they are created. `None` (the default): every controller runs unsharded.
-    #[cfg(feature = "sharding")]
-    #[must_use]
-    pub fn shard(mut self, shard: Option<Shard>) -> Self {
-        self.shard = shard;
         self
     }
 

@@ -18,7 +18,7 @@ pub(crate) fn program() -> String {
 /// character a DNS label refuses (`configmap_generator` → `configmap-generator`), at most 50
 /// characters, starting and ending with a letter or digit; `operator` if nothing is left.
 #[cfg(any(feature = "cli", feature = "webhooks"))]
-pub(super) fn program_object_name() -> String {
+pub(crate) fn program_object_name() -> String {
     object_name(&program())
 }
 

@@ -118,10 +118,6 @@ impl Manager {
     /// [`Self::run`]'s work.
     async fn run_to_end(self) -> Result<()> {
         self.check_cache()?;
-        #[cfg(feature = "sharding")]
-        self.add_shard_runnables()?;
-        #[cfg(feature = "webhooks")]
-        self.runnables.lock().extend(self.webhook_server());
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let (mut serving, others) = self.start_servers(&stop_servers);
