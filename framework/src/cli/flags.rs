@@ -9,6 +9,7 @@ use super::Command;
 use super::duration::parse_duration;
 use crate::informer::{self, CacheScope, WatchList};
 use crate::leader;
+use crate::manager::program::program_object_name;
 use crate::manager::{Config, Error, LeaderElection, OnLeadershipLoss};
 use crate::serving::{BindAddress, Endpoints};
 
@@ -56,7 +57,7 @@ pub struct Flags {
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value_t = crate::manager::program::default_lease_name(),
+        default_value_t = default_lease_name(),
         value_name = "NAME"
     )]
     pub leader_election_id: String,
@@ -308,6 +309,12 @@ fn parse_log_level(value: &str) -> Result<String, String> {
         .map_err(|e| format!("`{value}` is not a log level or filter: {e}"))
 }
 
+/// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
+/// operators in one namespace never share one (`configmap-generator-leader`).
+fn default_lease_name() -> String {
+    format!("{}-leader", program_object_name())
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -514,10 +521,7 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(
-            election.lease,
-            crate::manager::program::default_lease_name()
-        );
+        assert_eq!(election.lease, default_lease_name());
         assert!(
             election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
             "the default Lease is the program's own: {}",

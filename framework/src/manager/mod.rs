@@ -37,7 +37,7 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
+pub use self::config::Config;
 pub use self::connection::Connection;
 use self::parts::Parts;
 pub use self::probes::Check;
@@ -46,6 +46,7 @@ use self::recorded::Recorded;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
+pub use crate::leader::election::{LeaderElection, OnLeadershipLoss};
 
 use crate::informer::Factory;
 use crate::metrics::Metrics;

@@ -22,13 +22,6 @@ pub(crate) fn program_object_name() -> String {
     object_name(&program())
 }
 
-/// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
-/// operators in one namespace never share one (`configmap-generator-leader`).
-#[cfg(feature = "cli")]
-pub(crate) fn default_lease_name() -> String {
-    format!("{}-leader", program_object_name())
-}
-
 #[cfg(any(feature = "cli", feature = "webhooks", test))]
 fn object_name(program: &str) -> String {
     let mapped: String = program

@@ -68,7 +68,7 @@ impl Manager {
             let server = WebhookServer {
                 webhooks: webhooks.clone(),
                 config: webhook::Config {
-                    limits: self.config().serving_limits(),
+                    limits: super::secure::limits(self.config()),
                     ..self.config().webhook.clone()
                 },
                 endpoint: self.webhook_endpoint(),

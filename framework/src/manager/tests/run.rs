@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use super::*;
+use crate::leader::Status;
+use crate::leader::campaign::work_may_finish_by;
 use crate::manager::{BoxError, Config, RunsOn, runnable_fn};
 use crate::serving::{BindAddress, Endpoints};
 use crate::testing::{self, free_addr};
