@@ -21,5 +21,7 @@ mod lease;
 mod member;
 mod membership;
 mod sharder;
+#[cfg(test)]
+mod tests;
 
 pub use self::config::Shard;
