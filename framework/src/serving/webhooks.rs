@@ -11,7 +11,8 @@ impl Manager {
     /// replica runs, leader or not.
     ///
     /// # Errors
-    /// [`Error::DuplicatePath`] if a webhook or route with the same path was added before.
+    /// [`Error::DuplicatePath`](crate::manager::Error::DuplicatePath) if a webhook or route with
+    /// the same path was added before.
     pub fn add_webhook(&self, webhook: Admission) -> Result<()> {
         let webhooks = self.webhook_set();
         let mut set = webhooks.0.lock();
