@@ -36,7 +36,7 @@ impl Reconciler<ConfigMap> for Marker {
         obj: std::sync::Arc<ConfigMap>,
         ctx: &Context<ConfigMap>,
     ) -> Result<Action, Self::Error> {
-        let _running = self.reconciles.enter(&obj.name_any());
+        let _running = self.reconciles.enter(obj.name_any());
         if obj.annotations().get("marked-by").map(String::as_str) != Some(SHARD) {
             let api: Api<ConfigMap> = Api::namespaced(ctx.client().clone(), "ns");
             let mark = json!({ "metadata": { "annotations": { "marked-by": SHARD } } });
