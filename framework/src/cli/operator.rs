@@ -40,6 +40,9 @@ impl Operator {
     /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
     /// service account). `about`, what this operator does, opens `--help`.
     ///
+    /// The manager serves the probes and metrics the flags name and, with `--shard-ring`
+    /// (feature `sharding`), runs as that ring's shard (see `Flags::shard`).
+    ///
     /// The command line may also name a [`Command`] (`crd`, `manifests`): then [`Self::run`]
     /// prints or writes the manifests of the controllers added by then instead of running, and
     /// no cluster or kubeconfig is needed.

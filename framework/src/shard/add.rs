@@ -31,6 +31,9 @@ impl IntoRunnable for Shard {
     /// were added before (they run unsharded); [`Error::LeaderElection`] for Lease timings that
     /// do not fit together.
     fn into_runnable(self, manager: &Manager) -> Result<Box<dyn Runnable>> {
+        if manager.part::<Arc<dyn RingShard>>().is_some() {
+            return Err(already_a_shard(&self.ring));
+        }
         if manager.has_ring(&self.ring) {
             return Err(Error::InvalidFlags(format!(
                 "shard of ring {:?}: add the shard before the ring's controllers, which were \
@@ -77,10 +80,7 @@ impl IntoRunnable for Shard {
         });
         let shard: Arc<dyn RingShard> = membership.clone();
         if !manager.part_or_keep(|| shard).1 {
-            return Err(Error::InvalidFlags(format!(
-                "shard of ring {:?}: this manager is a shard of a ring already",
-                self.ring
-            )));
+            return Err(already_a_shard(&self.ring));
         }
         let health = membership.leadership.clone();
         manager.add_health_check(
@@ -101,6 +101,13 @@ impl IntoRunnable for Shard {
             elector,
         }))
     }
+}
+
+/// The error of a second shard added to one manager.
+fn already_a_shard(ring: &str) -> Error {
+    Error::InvalidFlags(format!(
+        "shard of ring {ring:?}: this manager is a shard of a ring already"
+    ))
 }
 
 /// A factory like the manager's whose informers select only the objects labelled for `shard`,
