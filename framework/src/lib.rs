@@ -51,7 +51,7 @@
 //! | `cli` | yes | the [`cli`] module: [`Operator::from_args`](cli::Operator::from_args), its flags, subcommands and logging (clap, tracing-subscriber). Without it, an operator builds its manager from a [`manager::Config`] in code: informers, queues, controllers, the reconcile kit, leader election and metrics are all there (the `crd` and `manifests` subcommands are the command line's) |
 //! | `tls` | yes | HTTPS serving with rustls (the `tls` module; rcgen for self-signed certificates) and secure metrics (`serving::Endpoints::secure_metrics`, `--metrics-secure`, on in the Helm chart) |
 //! | `webhooks` | no | admission and conversion webhooks (the `webhook` module, `Manager::add_webhook` and `add_conversion`, the `--webhook-*` flags) and a sharded ring's assignment webhooks; turns on `tls`. As with kubebuilder's `create webhook`, an operator adds them when it has webhooks; a CRD's versions and their [`conversion`]s compile without it, and without it the `crd` command prints a CRD that serves only its stored version |
-//! | `sharding` | no | one controller spread over replicas, each reconciling its share (the sharder, shard Leases, `Config::shard`, the `--shard-*` flags, the `shards` command; with `webhooks`, the ring's assignment webhooks). Without it, [`Controller::ring`](controller::Controller::ring) only names the ring; [`sharding`] keeps its labels and keys |
+//! | `sharding` | no | one controller spread over replicas, each reconciling its share (the sharder, shard Leases, the `shard` module, the `--shard-*` flags, the `shards` command; with `webhooks`, the ring's assignment webhooks). Without it, [`Controller::ring`](controller::Controller::ring) only names the ring; [`sharding`] keeps its labels and keys |
 //! | `testing` | no | the test kit (the `kubeward-testing` crate, re-exported as `testing`) and kubeward's own test helpers (with `webhooks`, the fuzz targets); for `[dev-dependencies]` only |
 //!
 //! On docs.rs every item says the feature it needs. kubeward enables no Kubernetes version of
@@ -83,7 +83,8 @@
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
 //! | [`manager`] | runs controllers per term of leadership, endpoints, shutdown |
-//! | [`serving`] | the probes and metrics endpoints, a runnable of the manager |
+//! | [`serving`] | the probes and metrics endpoints, and the webhook server, runnables of the manager |
+//! | `shard` | a replica as one shard of a controller ring: its shard Lease, the ring's controllers on their share, the sharder; a runnable of the manager (feature `sharding`) |
 //! | `cli` | on top: the command line's flags, logging and subcommands, and the manager they describe (feature `cli`) |
 //!
 //! `error`, `names` (the API server's name rules), `random` (jitter a simulation can seed) and
@@ -121,6 +122,8 @@ mod random;
 pub mod rbac;
 pub mod reconcile;
 pub mod serving;
+#[cfg(feature = "sharding")]
+pub mod shard;
 pub mod sharding;
 mod spare_capacity;
 mod task;

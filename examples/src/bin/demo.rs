@@ -22,8 +22,9 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt as _};
 use kubeward::cli::{LogFormat, init_logging};
 use kubeward::leader;
-use kubeward::manager::{Config, LeaderElection, Manager, Shard};
+use kubeward::manager::{Config, LeaderElection, Manager};
 use kubeward::serving::{BindAddress, Endpoints};
+use kubeward::shard::Shard;
 use kubeward::sharding::{RING_LABEL, shard_label};
 use kubeward::testing::{Binaries, ControlPlane, free_addr, scrape};
 use kubeward_examples::by_hand::generated_name;
@@ -123,14 +124,18 @@ fn start_operator(cp: &ControlPlane, shard: Option<String>) -> anyhow::Result<Re
         Some(RELEASE_NAMESPACE.to_owned()),
         leader::Config::default(),
     );
-    let config = Config::default()
-        .leader_election(Some(election))
-        .shard(shard.map(|id| Shard::new(RING, id).namespace(Some(RELEASE_NAMESPACE.into()))));
+    let config = Config::default().leader_election(Some(election));
     // The operator acts as the chart's ServiceAccount: what it may do is what the chart grants.
     let client = cp.service_account_client(RELEASE_NAMESPACE, SERVICE_ACCOUNT);
     let manager = Manager::new(client, config)?;
     manager.add(Endpoints::new().metrics(BindAddress::On(metrics_addr)))?;
+    // ANCHOR: shard
+    if let Some(id) = shard {
+        // Before the ring's controller, which then reconciles only this shard's objects.
+        manager.add(Shard::new(RING, id).namespace(Some(RELEASE_NAMESPACE.into())))?;
+    }
     manager.add(ConfigMapGenerator::controller(Generator))?;
+    // ANCHOR_END: shard
     let shutdown = manager.shutdown_token();
     let operator = tokio::spawn(manager.run());
     // ANCHOR_END: manager

@@ -9,6 +9,7 @@ use super::Command;
 use super::duration::parse_duration;
 use crate::informer::{self, CacheScope, WatchList};
 use crate::leader;
+use crate::manager::program::program_object_name;
 use crate::manager::{Config, Error, LeaderElection, OnLeadershipLoss};
 use crate::serving::{BindAddress, Endpoints};
 
@@ -56,7 +57,7 @@ pub struct Flags {
     #[arg(
         long,
         env = "KUBEWARD_LEADER_ELECTION_ID",
-        default_value_t = crate::manager::program::default_lease_name(),
+        default_value_t = default_lease_name(),
         value_name = "NAME"
     )]
     pub leader_election_id: String,
@@ -170,13 +171,7 @@ impl Flags {
     pub fn config(&self) -> Result<Config, Error> {
         tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| Error::InvalidFlags(format!("--log-level: {e}")))?;
-        let election = leader::Config::default()
-            .lease_duration(self.leader_election_lease_duration)
-            .renew_deadline(self.leader_election_renew_deadline)
-            .retry_period(self.leader_election_retry_period);
-        election
-            .validate()
-            .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        let election = self.election_timings()?;
         #[cfg(feature = "tls")]
         if self.metrics_secure
             && self.metrics_bind_address != BindAddress::Off
@@ -193,10 +188,6 @@ impl Flags {
                 "--max-concurrent-reconciles: 0 is not in 1..=65535".into(),
             ));
         }
-        #[cfg(feature = "sharding")]
-        let shard = self
-            .shard
-            .shard(self.leader_election_namespace.clone(), &election)?;
         let cache = CacheScope::default().namespaces(
             self.watch_namespaces
                 .iter()
@@ -221,13 +212,36 @@ impl Flags {
             .api_health_checks(self.http2_read_idle_timeout, self.http2_ping_timeout)
             .cache(cache)
             .informers(informer::Config::default().watch_list(self.watch_list));
-        #[cfg(feature = "sharding")]
-        let config = config.shard(shard);
         #[cfg(feature = "tls")]
         let config = config.enable_http2(self.enable_http2);
         #[cfg(feature = "webhooks")]
         let config = config.webhook(self.webhook.config());
         Ok(config)
+    }
+
+    /// The shard of a controller ring these flags run this replica as (`--shard-ring`,
+    /// `--shard-id`), holding its Lease with the leader-election timings; the operator adds it
+    /// to its manager unless a [`Command`] runs instead.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFlags`] for a shard id without its ring, a ring or id that cannot name a
+    /// Lease, or leader-election timings that do not fit together.
+    #[cfg(feature = "sharding")]
+    pub fn shard(&self) -> Result<Option<crate::shard::Shard>, Error> {
+        let timings = self.election_timings()?;
+        (self.shard).shard(self.leader_election_namespace.clone(), &timings)
+    }
+
+    /// The leader-election timings, checked.
+    fn election_timings(&self) -> Result<leader::Config, Error> {
+        let election = leader::Config::default()
+            .lease_duration(self.leader_election_lease_duration)
+            .renew_deadline(self.leader_election_renew_deadline)
+            .retry_period(self.leader_election_retry_period);
+        election
+            .validate()
+            .map_err(|e| Error::InvalidFlags(format!("--leader-election-*: {e}")))?;
+        Ok(election)
     }
 
     /// Where the probes and metrics are served (`--metrics-bind-address`,
@@ -293,6 +307,12 @@ fn parse_log_level(value: &str) -> Result<String, String> {
     tracing_subscriber::EnvFilter::try_new(value)
         .map(|_| value.to_owned())
         .map_err(|e| format!("`{value}` is not a log level or filter: {e}"))
+}
+
+/// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
+/// operators in one namespace never share one (`configmap-generator-leader`).
+fn default_lease_name() -> String {
+    format!("{}-leader", program_object_name())
 }
 
 #[cfg(test)]
@@ -501,10 +521,7 @@ mod tests {
             .unwrap()
             .leader_election
             .expect("--leader-elect turns it on");
-        assert_eq!(
-            election.lease,
-            crate::manager::program::default_lease_name()
-        );
+        assert_eq!(election.lease, default_lease_name());
         assert!(
             election.lease.ends_with("-leader") && election.lease != "kubeward-leader",
             "the default Lease is the program's own: {}",

@@ -40,6 +40,9 @@ impl Operator {
     /// (`--kubeconfig` and `--context`, else `KUBECONFIG`, `~/.kube/config`, or the in-cluster
     /// service account). `about`, what this operator does, opens `--help`.
     ///
+    /// The manager serves the probes and metrics the flags name and, with `--shard-ring`
+    /// (feature `sharding`), runs as that ring's shard (see `Flags::shard`).
+    ///
     /// The command line may also name a [`Command`] (`crd`, `manifests`): then [`Self::run`]
     /// prints or writes the manifests of the controllers added by then instead of running, and
     /// no cluster or kubeconfig is needed.
@@ -76,6 +79,8 @@ impl Operator {
     /// [`Self::from_flags`]'s work.
     async fn build(flags: &Flags) -> Result<Self> {
         let config = flags.checked_config()?;
+        #[cfg(feature = "sharding")]
+        let shard = flags.shard()?;
         init_logging(flags.log_format, &flags.log_level)?;
         let command = flags.command.clone();
         let manager = if command.as_ref().is_some_and(|c| !c.needs_cluster()) {
@@ -85,9 +90,14 @@ impl Operator {
                 client_config(flags.kubeconfig.as_deref(), flags.context.as_deref()).await?;
             Manager::new(found, config)?
         };
-        // The probes and metrics, unless a subcommand runs instead of the operator.
+        // The probes and metrics (and the shard, before any controller of its ring), unless a
+        // subcommand runs instead of the operator.
         if command.is_none() {
             manager.add(flags.endpoints())?;
+            #[cfg(feature = "sharding")]
+            if let Some(shard) = shard {
+                manager.add(shard)?;
+            }
         }
         Ok(Self {
             manager,

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use crate::manager::pod_namespace::pod_namespace;
-use crate::manager::recorded::RecordedRing;
+use crate::manager::ring::RecordedRing;
 use crate::manager::{Error, Manager, Result};
 use crate::sharding::ring_view;
 

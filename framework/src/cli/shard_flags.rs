@@ -2,7 +2,8 @@
 
 use clap::Args;
 
-use crate::manager::{Error, Shard};
+use crate::manager::Error;
+use crate::shard::Shard;
 use crate::{leader, names};
 
 /// Which ring this replica is a shard of, and its id, from `--shard-*` flags; part of
@@ -63,30 +64,28 @@ mod tests {
 
     use crate::cli::Flags;
 
-    fn config(args: &[&str]) -> Result<crate::manager::Config, crate::manager::Error> {
+    fn shard(args: &[&str]) -> Result<Option<crate::shard::Shard>, crate::manager::Error> {
         Flags::try_parse_from([&["operator"], args].concat())
             .expect("the flags parse")
-            .config()
+            .shard()
     }
 
     #[test]
     fn a_shard_takes_its_ring_and_id_from_the_flags() {
-        let sharded = config(&["--shard-ring", "widgets", "--shard-id", "widgets-0"]).unwrap();
-        let shard = sharded.shard.expect("a shard");
+        let sharded = shard(&["--shard-ring", "widgets", "--shard-id", "widgets-0"]).unwrap();
+        let one = sharded.expect("a shard");
         assert_eq!(
-            (shard.ring.as_str(), shard.id.as_str()),
+            (one.ring.as_str(), one.id.as_str()),
             ("widgets", "widgets-0")
         );
-        assert!(config(&[]).unwrap().shard.is_none());
+        assert!(shard(&[]).unwrap().is_none());
     }
 
     #[test]
-    fn a_shard_id_without_its_ring_or_a_ring_that_cannot_name_a_lease_is_refused() {
-        let alone = config(&["--shard-id", "widgets-0"])
-            .unwrap_err()
-            .to_string();
+    fn a_oneid_without_its_ring_or_a_ring_that_cannot_name_a_lease_is_refused() {
+        let alone = shard(&["--shard-id", "widgets-0"]).unwrap_err().to_string();
         assert!(alone.contains("needs its ring (--shard-ring)"), "{alone}");
-        let bad = config(&["--shard-ring", "Widgets_", "--shard-id", "w-0"])
+        let bad = shard(&["--shard-ring", "Widgets_", "--shard-id", "w-0"])
             .unwrap_err()
             .to_string();
         assert!(bad.contains("--shard-ring \"Widgets_\""), "{bad}");

@@ -29,7 +29,9 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod campaign;
 mod config;
+pub(crate) mod election;
 mod elector;
 mod leadership;
 mod state;

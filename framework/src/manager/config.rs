@@ -2,69 +2,12 @@
 
 use std::time::Duration;
 
-#[cfg(feature = "sharding")]
-use super::Shard;
+use super::LeaderElection;
 use crate::client::HealthChecks;
+use crate::informer;
 use crate::informer::CacheScope;
 #[cfg(feature = "webhooks")]
 use crate::webhook;
-use crate::{informer, leader};
-
-/// Leader election of a manager: the Lease's name and namespace, its timings, and what a
-/// replica does when it loses the Lease.
-#[derive(Clone, Debug)]
-pub struct LeaderElection {
-    pub(crate) lease: String,
-    pub(crate) namespace: Option<String>,
-    pub(crate) config: leader::Config,
-    pub(crate) on_loss: OnLeadershipLoss,
-}
-
-/// What a manager does when it loses the Lease (`--leader-election-on-loss`).
-///
-/// Either way its controllers stop at once, so it never reconciles without the Lease. (The
-/// variants' docs are the flag's `--help`, so they are plain text: see
-/// [`Manager::run`](super::Manager::run), [`Error::LeadershipLost`](super::Error::LeadershipLost)
-/// and [`Runnable::next_term`](super::Runnable::next_term).)
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[non_exhaustive]
-pub enum OnLeadershipLoss {
-    /// `Manager::run` returns `Error::LeadershipLost` and the process exits, as in
-    /// controller-runtime; the restarted process lists every cache again.
-    #[default]
-    Exit,
-    /// The manager stops its leader-only runnables, drops their work queues, keeps its informers
-    /// and caches, and campaigns again; when it leads again its controllers start afresh, with
-    /// every cached object queued once. Every leader-only runnable must be able to run again
-    /// (`Runnable::next_term`); otherwise losing the Lease exits.
-    Standby,
-}
-
-impl LeaderElection {
-    /// Elect on the Lease `lease`, in `namespace` (or, when `None`, the pod's namespace from
-    /// `POD_NAMESPACE` or the service-account mount, else the client's default namespace).
-    #[must_use]
-    pub fn new(
-        lease: impl Into<String>,
-        namespace: Option<String>,
-        config: leader::Config,
-    ) -> Self {
-        Self {
-            lease: lease.into(),
-            namespace,
-            config,
-            on_loss: OnLeadershipLoss::default(),
-        }
-    }
-
-    /// What to do when the Lease is lost (default [`OnLeadershipLoss::Exit`]).
-    #[must_use]
-    pub fn on_loss(mut self, on_loss: OnLeadershipLoss) -> Self {
-        self.on_loss = on_loss;
-        self
-    }
-}
 
 /// How a [`Manager`](super::Manager) runs; `cli::Flags::config` builds one from the command
 /// line. Where it serves probes and metrics is the [`Endpoints`](crate::serving::Endpoints)
@@ -80,8 +23,6 @@ pub struct Config {
     pub(crate) informers: informer::Config,
     #[cfg(feature = "webhooks")]
     pub(crate) webhook: webhook::Config,
-    #[cfg(feature = "sharding")]
-    pub(crate) shard: Option<Shard>,
     pub(crate) health_checks: HealthChecks,
 }
 
@@ -98,8 +39,6 @@ impl Default for Config {
             informers: informer::Config::default(),
             #[cfg(feature = "webhooks")]
             webhook: webhook::Config::default(),
-            #[cfg(feature = "sharding")]
-            shard: None,
             health_checks: HealthChecks::default(),
         }
     }
@@ -179,7 +118,7 @@ impl Config {
     }
 
     /// How the webhook server serves and is reached (it runs only when webhooks or routes were
-    /// added, or for a [shard](Self::shard) whose server has a certificate).
+    /// added, or for a shard whose server has a certificate).
     #[cfg(feature = "webhooks")]
     #[must_use]
     pub fn webhook(mut self, config: webhook::Config) -> Self {
@@ -187,40 +126,11 @@ impl Config {
         self
     }
 
-    /// Runs this replica as a shard of a controller ring (`--shard-ring`, `--shard-id`; feature
-    /// `sharding`): the
-    /// controllers put in that ring with [`Controller::ring`](crate::controller::Controller::ring)
-    /// run on every replica, each on its share; the leader runs the sharder. When the
-    /// webhook server (`Self::webhook`, feature `webhooks`) has a certificate (self-signed, or `tls.crt` in its
-    /// directory) and a port, every replica also serves the webhooks that assign the ring's new
-    /// objects as they are created. `None` (the default): every controller runs unsharded.
-    #[cfg(feature = "sharding")]
-    #[must_use]
-    pub fn shard(mut self, shard: Option<Shard>) -> Self {
-        self.shard = shard;
-        self
-    }
-
     /// What controllers cache.
-    /// The limits of the HTTPS servers: the webhook server's (the `--webhook-*` flags), and
-    /// HTTP/2 as [`Config::enable_http2`] says.
-    #[cfg(feature = "tls")]
-    pub(crate) fn serving_limits(&self) -> crate::tls::Limits {
-        #[cfg(feature = "webhooks")]
-        let limits = self.webhook.limits;
-        #[cfg(not(feature = "webhooks"))]
-        let limits = crate::tls::Limits::default();
-        crate::tls::Limits {
-            http2: self.enable_http2,
-            ..limits
-        }
-    }
-
     pub(crate) fn cache_scope(&self) -> &CacheScope {
         &self.cache
     }
 
-    /// The default concurrency of controllers.
     /// The workers of a controller that sets none; `None` for zero, which no controller can run
     /// with.
     #[must_use]

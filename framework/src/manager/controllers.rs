@@ -40,10 +40,9 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         }
         manager.record_controller(&name, controller.crd.take(), controller.rbac.take())?;
         #[cfg(feature = "sharding")]
-        let controller = match manager.run_in_ring(controller, &name) {
-            Ok(member) => return Ok(member),
-            Err(unsharded) => unsharded,
-        };
+        if let Some(shard) = manager.ring_shard(&mut controller, &name) {
+            return manager.bind_member(&*shard, controller);
+        }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
             .metrics(manager.metrics().clone());

@@ -18,20 +18,17 @@
 mod config;
 mod connection;
 mod controllers;
-#[cfg(feature = "webhooks")]
-mod conversions;
 mod namespaces;
+mod parts;
 pub(crate) mod pod_namespace;
 mod probes;
 pub(crate) mod program;
 pub(crate) mod recorded;
+#[cfg(feature = "sharding")]
+pub(crate) mod ring;
 mod run;
 mod runnable;
-#[cfg(feature = "sharding")]
-mod shard;
 mod shutdown;
-#[cfg(feature = "webhooks")]
-mod webhooks;
 
 use std::sync::Arc;
 
@@ -40,16 +37,16 @@ use parking_lot::Mutex;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{Config, LeaderElection, OnLeadershipLoss};
+pub use self::config::Config;
 pub use self::connection::Connection;
+use self::parts::Parts;
 pub use self::probes::Check;
 pub(crate) use self::probes::Probes;
 use self::recorded::Recorded;
 pub use self::runnable::{BoxError, IntoRunnable, Runnable, RunsOn, runnable_fn};
-#[cfg(feature = "sharding")]
-pub use self::shard::Shard;
 pub use self::shutdown::FORCED_EXIT_CODE;
 use self::shutdown::cancel_on_signal;
+pub use crate::leader::election::{LeaderElection, OnLeadershipLoss};
 
 use crate::informer::Factory;
 use crate::metrics::Metrics;
@@ -81,8 +78,8 @@ pub enum Error {
         /// What is wrong, and how to put it right.
         reason: String,
     },
-    /// A webhook, route or conversion was added at a path the webhook server serves already.
-    #[cfg(feature = "webhooks")]
+    /// A webhook, route or conversion was added at a path the webhook server serves already
+    /// (feature `webhooks`).
     #[error("a webhook or route at {path} was added already; each path serves one")]
     DuplicatePath {
         /// The path.
@@ -127,8 +124,8 @@ pub enum Error {
         /// The Lease's name.
         lease: String,
     },
-    /// The `shards` command (`cli::Command`) could not read a ring's Leases or objects.
-    #[cfg(feature = "sharding")]
+    /// The `shards` command (`cli::Command`, feature `sharding`) could not read a ring's Leases
+    /// or objects.
     #[error("reading the shards of ring {ring}")]
     RingView {
         /// The ring.
@@ -195,15 +192,10 @@ pub struct Manager {
     shutdown: CancellationToken,
     /// What the controllers added declare, for the manifests.
     recorded: Mutex<Recorded>,
-    /// What the webhook server serves: admission webhooks, routes, conversions.
-    #[cfg(feature = "webhooks")]
-    webhooks: Mutex<webhooks::WebhookSet>,
+    /// The parts added that later additions look up: a shard's membership, the webhooks.
+    parts: Mutex<Parts>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
-    #[cfg(feature = "sharding")]
     informer_factories: crate::metrics::Factories,
-    /// A shard's factory, Lease and sharders, from its first controller until it runs.
-    #[cfg(feature = "sharding")]
-    sharding: Mutex<Option<shard::Sharding>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -255,12 +247,8 @@ impl Manager {
             runnables: Mutex::default(),
             shutdown: CancellationToken::new(),
             recorded: Mutex::default(),
-            #[cfg(feature = "webhooks")]
-            webhooks: Mutex::default(),
-            #[cfg(feature = "sharding")]
+            parts: Mutex::default(),
             informer_factories,
-            #[cfg(feature = "sharding")]
-            sharding: Mutex::default(),
         }
     }
 
@@ -294,6 +282,12 @@ impl Manager {
     #[must_use]
     pub fn factory(&self) -> &Arc<Factory> {
         &self.factory
+    }
+
+    /// Reports the informers of `factory`, one made besides [`Self::factory`], in `/metrics`
+    /// too (the `kubeward_informer_*` families).
+    pub fn report_informers(&self, factory: Arc<Factory>) {
+        self.informer_factories.lock().push(factory);
     }
 
     /// Adds a controller or task, to be started by [`Self::run`]. A controller is bound to the

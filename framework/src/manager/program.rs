@@ -18,15 +18,8 @@ pub(crate) fn program() -> String {
 /// character a DNS label refuses (`configmap_generator` → `configmap-generator`), at most 50
 /// characters, starting and ending with a letter or digit; `operator` if nothing is left.
 #[cfg(any(feature = "cli", feature = "webhooks"))]
-pub(super) fn program_object_name() -> String {
+pub(crate) fn program_object_name() -> String {
     object_name(&program())
-}
-
-/// The leader-election Lease an operator uses unless told otherwise: one per program, so that two
-/// operators in one namespace never share one (`configmap-generator-leader`).
-#[cfg(feature = "cli")]
-pub(crate) fn default_lease_name() -> String {
-    format!("{}-leader", program_object_name())
 }
 
 #[cfg(any(feature = "cli", feature = "webhooks", test))]

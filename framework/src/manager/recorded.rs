@@ -5,14 +5,9 @@
     allow(dead_code, reason = "only the command line's subcommands read it")
 )]
 
-#[cfg(feature = "sharding")]
-use kube::api::ApiResource;
-
 use super::{Error, Manager, Result};
 use crate::crd::CustomResourceDefinition;
 use crate::rbac::PolicyRule;
-#[cfg(feature = "sharding")]
-use crate::sharding::KindSharder;
 
 /// What the controllers added so far declare, for the command line's `crd`, `manifests` and
 /// `shards` subcommands.
@@ -22,7 +17,7 @@ pub(crate) struct Recorded {
     pub(crate) controllers: Vec<ControllerManifests>,
     /// The controller rings and their kinds.
     #[cfg(feature = "sharding")]
-    pub(crate) rings: Vec<RecordedRing>,
+    pub(crate) rings: Vec<super::ring::RecordedRing>,
 }
 
 /// What one controller puts in the manifests: its CRD (for a custom resource) and RBAC rules.
@@ -31,15 +26,6 @@ pub(crate) struct ControllerManifests {
     pub(crate) controller: String,
     pub(crate) crd: Option<CustomResourceDefinition>,
     pub(crate) rbac: Option<Vec<PolicyRule>>,
-}
-
-/// A controller ring of the operator and the kinds its controllers shard.
-#[cfg(feature = "sharding")]
-#[derive(Debug)]
-pub(crate) struct RecordedRing {
-    pub(crate) ring: String,
-    /// Each kind, and whether it is the ring's main kind.
-    pub(crate) kinds: Vec<(ApiResource, bool)>,
 }
 
 impl Manager {
@@ -69,24 +55,6 @@ impl Manager {
             rbac,
         });
         Ok(())
-    }
-
-    /// Keeps the ring of a controller whose kinds are `kinds` (none for a controller that
-    /// cannot be sharded).
-    #[cfg(feature = "sharding")]
-    pub(crate) fn record_ring(&self, ring: &str, kinds: &[KindSharder]) {
-        if kinds.is_empty() {
-            return;
-        }
-        let rings = &mut self.recorded.lock().rings;
-        let kinds = kinds.iter().map(|k| k.resource.clone());
-        match rings.iter_mut().find(|r| r.ring == ring) {
-            Some(known) => known.kinds.extend(kinds),
-            None => rings.push(RecordedRing {
-                ring: ring.to_owned(),
-                kinds: kinds.collect(),
-            }),
-        }
     }
 
     /// What the controllers added so far declare; the manager keeps none of it after.

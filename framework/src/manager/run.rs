@@ -3,7 +3,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::task::JoinSet;
@@ -15,20 +14,7 @@ use super::namespaces;
 use super::pod_namespace::pod_namespace;
 use super::{Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
-use crate::leader::{LeaderElector, Leadership, Status};
-
-/// A running election: the handle to watch, the token that releases the Lease, the task.
-///
-/// The task is aborted if `run()` is dropped before it returns, as a killed process would stop:
-/// a detached elector would go on renewing the Lease with no controller running.
-struct Election {
-    lease: String,
-    lease_duration: Duration,
-    on_loss: OnLeadershipLoss,
-    leadership: Leadership,
-    release: CancellationToken,
-    task: AbortOnDropHandle<()>,
-}
+use crate::leader::campaign::{Election, wait_leading, wait_lost};
 
 /// The leader-only runnables started for one term of leadership: the token that stops them,
 /// when they started, and the names of those that cannot run in a later term.
@@ -37,56 +23,6 @@ struct LeaderOnlyGroup {
     since: Instant,
     /// Leader-only runnables that cannot run in a later term.
     run_once: Vec<String>,
-}
-
-impl Election {
-    /// Until when the work of the term just lost may finish; see [`work_may_finish_by`].
-    fn in_flight_until(&self, graceful: Duration) -> Instant {
-        work_may_finish_by(
-            &self.leadership.status(),
-            self.lease_duration,
-            graceful,
-            Instant::now(),
-        )
-    }
-}
-
-/// Until when the work of a lost term may finish: while no other replica can have taken the
-/// Lease (the last renewal began, plus the lease duration, as the others count it), never past
-/// the graceful shutdown timeout; `now` if another replica holds the Lease already.
-fn work_may_finish_by(
-    status: &Status,
-    lease_duration: Duration,
-    graceful: Duration,
-    now: Instant,
-) -> Instant {
-    if status
-        .holder
-        .as_deref()
-        .is_some_and(|holder| holder != &*status.identity)
-    {
-        return now;
-    }
-    let Some(last) = status.term.or(status.last_term) else {
-        return now;
-    };
-    (last.renewed_at + lease_duration).clamp(now, now + graceful)
-}
-
-/// Waits until `leadership` leads; never, without leader election.
-async fn wait_leading(leadership: Option<&mut Leadership>) -> Result<(), crate::leader::Error> {
-    match leadership {
-        Some(l) => l.leading().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Waits until `leadership` no longer leads; never, without leader election.
-async fn wait_lost(leadership: Option<&mut Leadership>) {
-    match leadership {
-        Some(l) => l.lost().await,
-        None => std::future::pending().await,
-    }
 }
 
 impl Manager {
@@ -118,10 +54,6 @@ impl Manager {
     /// [`Self::run`]'s work.
     async fn run_to_end(self) -> Result<()> {
         self.check_cache()?;
-        #[cfg(feature = "sharding")]
-        self.add_shard_runnables()?;
-        #[cfg(feature = "webhooks")]
-        self.runnables.lock().extend(self.webhook_server());
         let election = self.start_election()?;
         let stop_servers = CancellationToken::new();
         let (mut serving, others) = self.start_servers(&stop_servers);
@@ -355,6 +287,29 @@ impl Manager {
         }
     }
 
+    /// Starts the elector when leader election is on, with its `/healthz` check.
+    fn start_election(&self) -> Result<Option<Election>> {
+        let Some(settings) = &self.config.leader_election else {
+            return Ok(None);
+        };
+        let namespace = (settings.namespace.clone()).unwrap_or_else(|| pod_namespace(&self.client));
+        let connectivity = Arc::clone(self.factory.connectivity());
+        let election = Election::start(
+            &self.client,
+            &namespace,
+            settings,
+            &self.metrics,
+            connectivity,
+        )
+        .map_err(Error::LeaderElection)?;
+        let health = election.leadership.clone();
+        self.probes.add_health(
+            "leader-election".into(),
+            Arc::new(move || health.healthy().map_err(|e| e.to_string())),
+        );
+        Ok(Some(election))
+    }
+
     /// Checks the cache scope's selectors and namespace names, and warns (on a task of its own,
     /// until shutdown) of watched namespaces that do not exist.
     fn check_cache(&self) -> Result<()> {
@@ -368,49 +323,6 @@ impl Manager {
         let warning = namespaces::warn_of_missing(self.client.clone(), namespaces);
         tokio::spawn(self.shutdown.clone().run_until_cancelled_owned(warning));
         Ok(())
-    }
-
-    /// Starts the elector when leader election is on; it competes until the release token.
-    fn start_election(&self) -> Result<Option<Election>> {
-        let Some(settings) = &self.config.leader_election else {
-            return Ok(None);
-        };
-        let namespace = settings
-            .namespace
-            .clone()
-            .unwrap_or_else(|| pod_namespace(&self.client));
-        let metrics = self.metrics.clone();
-        let (started, stopped) = (metrics.clone(), metrics);
-        let (lease_started, lease_stopped) = (settings.lease.clone(), settings.lease.clone());
-        let elector = LeaderElector::new(
-            self.client.clone(),
-            &namespace,
-            &settings.lease,
-            settings.config.clone(),
-        )
-        .map_err(Error::LeaderElection)?
-        .connectivity(Arc::clone(self.factory.connectivity()))
-        .on_started_leading(move |_| started.set_leader(&lease_started, true))
-        .on_stopped_leading(move |_| stopped.set_leader(&lease_stopped, false));
-        self.metrics.set_leader(&settings.lease, false);
-        let leadership = elector.leadership();
-        let health = leadership.clone();
-        self.probes.add_health(
-            "leader-election".into(),
-            Arc::new(move || health.healthy().map_err(|e| e.to_string())),
-        );
-        tracing::info!(identity = elector.identity(), lease = %settings.lease, %namespace, "leader election on");
-        let release = CancellationToken::new();
-        let task =
-            AbortOnDropHandle::new(tokio::spawn(elector.run(release.clone().cancelled_owned())));
-        Ok(Some(Election {
-            lease: settings.lease.clone(),
-            lease_duration: settings.config.lease_duration_value(),
-            on_loss: settings.on_loss,
-            leadership,
-            release,
-            task,
-        }))
     }
 }
 

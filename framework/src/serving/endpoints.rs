@@ -152,7 +152,7 @@ impl Endpoints {
                 },
                 secure: Some(Secure {
                     certificate,
-                    limits: manager.config().serving_limits(),
+                    limits: super::secure::limits(manager.config()),
                     closes: manager.metrics().webhook().closes("metrics"),
                 }),
             });

@@ -13,7 +13,21 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::Answers;
+use crate::manager::Config;
 use crate::tls::{self, Authority, ReloadingCertificate};
+
+/// The limits of the HTTPS servers of `config`: the webhook server's (the `--webhook-*` flags),
+/// and HTTP/2 as [`Config::enable_http2`] says.
+pub(super) fn limits(config: &Config) -> tls::Limits {
+    #[cfg(feature = "webhooks")]
+    let limits = config.webhook.limits;
+    #[cfg(not(feature = "webhooks"))]
+    let limits = tls::Limits::default();
+    tls::Limits {
+        http2: config.enable_http2,
+        ..limits
+    }
+}
 
 /// How often the files of `--metrics-cert-dir` are checked for a new certificate.
 const RELOAD_PERIOD: Duration = Duration::from_secs(10);

@@ -68,7 +68,7 @@ pub(crate) use owned_labels::OwnedLabels;
 #[cfg(feature = "sharding")]
 pub use ring_view::{RingView, ShardRow, ring_view};
 #[cfg(all(feature = "sharding", feature = "webhooks"))]
-pub(crate) use ring_watch::{View, watch_ring};
+pub(crate) use ring_watch::{Ring, View, watch_ring};
 #[cfg(feature = "sharding")]
 pub(crate) use sharder::{KindSharder, Sharder};
 #[cfg(feature = "sharding")]

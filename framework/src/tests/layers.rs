@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::source::library_code;
 
 /// The modules from the bottom layer up.
-const LAYERS: [&str; 18] = [
+const LAYERS: [&str; 19] = [
     "tls",
     "cache",
     "informer",
@@ -26,6 +26,7 @@ const LAYERS: [&str; 18] = [
     "leader",
     "manager",
     "serving",
+    "shard",
     "cli",
 ];
 

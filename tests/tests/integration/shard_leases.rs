@@ -14,7 +14,8 @@ use kube::api::{ApiResource, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::Controller;
 use kubeward::leader;
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
+use kubeward::shard::Shard;
 use kubeward::sharding::{RING_LABEL, SHARDER_IDENTITY, STATE_LABEL, ShardState, ring_view};
 use kubeward::testing::{ControlPlane, NoopReconciler, wait_for};
 
@@ -62,19 +63,20 @@ fn start_live_shard(
         .lease_duration(Duration::from_secs(3))
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = watching(ns.to_owned())
-        .leader_election(Some(LeaderElection::new(
-            "sharder",
-            Some(ns.to_owned()),
-            timings.clone(),
-        )))
-        .shard(Some(
+    let config = watching(ns.to_owned()).leader_election(Some(LeaderElection::new(
+        "sharder",
+        Some(ns.to_owned()),
+        timings.clone(),
+    )));
+    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
+    manager
+        .add(
             Shard::new(RING, "live")
                 .namespace(Some(ns.to_owned()))
                 .lease(timings)
                 .dead_lease_ttl(TTL),
-        ));
-    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
+        )
+        .expect("the test manager takes the shard");
     manager
         .add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING))
         .expect("the test manager takes it");

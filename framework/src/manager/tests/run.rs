@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use super::*;
+use crate::leader::Status;
+use crate::leader::campaign::work_may_finish_by;
 use crate::manager::{BoxError, Config, RunsOn, runnable_fn};
 use crate::serving::{BindAddress, Endpoints};
 use crate::testing::{self, free_addr};
@@ -298,15 +300,19 @@ async fn secure_metrics_on_the_probe_address_or_without_their_certificate_are_re
 
 #[tokio::test]
 async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
+    use std::error::Error as _;
+
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use crate::controller::Controller;
-    use crate::manager::Shard;
+    use crate::shard::Shard;
     use crate::testing::NoopReconciler;
 
-    let config = Config::default().shard(Some(Shard::new("widgets", "shard-0")));
-    let manager =
-        Manager::new(offline_client(), config).expect("a manager builds for a client given");
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    manager
+        .add(Shard::new("widgets", "shard-0"))
+        .expect("the manager takes the shard");
     manager
         .add(Controller::<ConfigMap>::new(NoopReconciler).ring("gadgets"))
         .expect("the manager takes it");
@@ -314,11 +320,35 @@ async fn a_shard_of_a_ring_no_controller_is_in_ends_at_start_naming_the_ring() {
     let error = run
         .expect("run ends at once")
         .expect_err("no controller is in ring widgets");
-    assert!(matches!(error, Error::InvalidFlags(_)), "{error:?}");
-    let message = error.to_string();
+    let Error::Runnable { name, source } = &error else {
+        panic!("expected the shard Lease to fail, got {error:?}");
+    };
+    assert_eq!(name, "shard-lease widgets/shard-0");
+    let message = source.to_string();
     assert!(
         message.contains("--shard-ring widgets") && message.contains("its name"),
         "{message}"
+    );
+    assert!(error.source().is_some());
+}
+
+#[tokio::test]
+async fn a_shard_added_after_controllers_of_its_ring_is_refused() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use crate::controller::Controller;
+    use crate::shard::Shard;
+    use crate::testing::NoopReconciler;
+
+    let manager = Manager::new(offline_client(), Config::default())
+        .expect("a manager builds for a client given");
+    manager
+        .add(Controller::<ConfigMap>::new(NoopReconciler).ring("widgets"))
+        .expect("the manager takes it");
+    let refused = manager.add(Shard::new("widgets", "shard-0"));
+    assert!(
+        matches!(&refused, Err(Error::InvalidFlags(m)) if m.contains("before the ring's controllers")),
+        "{refused:?}"
     );
 }
 

@@ -17,10 +17,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use kubeward::controller::{self, Action, Context, Controller, ErrorAction, Reconciler};
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
 use kubeward::metrics::{RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS};
 use kubeward::queue::rate_limiter::ExponentialBackoff;
 use kubeward::serving::{BindAddress, Endpoints};
+use kubeward::shard::Shard;
 use kubeward::testing::{ControlPlane, free_addr, install_definition, wait_for};
 use kubeward_examples::configmap_generator::{
     ConfigMapGenerator, ConfigMapGeneratorSpec, Generator,
@@ -512,14 +513,12 @@ async fn a_real_prometheus_scraping_the_example_operator_answers_the_reconcile_c
             "configmap-generator",
             Some(ns.clone()),
             kubeward::leader::Config::default(),
-        )))
-        // As one shard of its ring, so that the sharder's panels have data too.
-        .shard(Some(
-            Shard::new("configmap-generator", "prometheus-0").namespace(Some(ns.clone())),
-        ));
+        )));
     // A client the manager builds, as the operator's binary does: its requests are measured.
     let manager = Manager::new(cp.config(), config)?;
     manager.add(Endpoints::new().metrics(BindAddress::On(addr)))?;
+    // As one shard of its ring, so that the sharder's panels have data too.
+    manager.add(Shard::new("configmap-generator", "prometheus-0").namespace(Some(ns.clone())))?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     manager.add_route(Webhook::route())?;
     let running = Running::start(manager, addr);

@@ -20,7 +20,8 @@ use kube::core::admission::AdmissionRequest;
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
+use kubeward::shard::Shard;
 use kubeward::sharding::{HashRing, RING_LABEL, Shards, object_key, shard_label};
 use kubeward::testing::{ControlPlane, free_addr, wait_for};
 use kubeward::webhook::{self, Admission, Defaulter, Verdict};
@@ -119,13 +120,16 @@ fn manager(client: Client, ns: &str, ring: &str, id: &str, port: u16) -> Manager
             Some(ns.to_owned()),
             timings.clone(),
         )))
-        .shard(Some(
+        .webhook(webhooks);
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(
             Shard::new(ring, id)
                 .namespace(Some(ns.to_owned()))
                 .lease(timings),
-        ))
-        .webhook(webhooks);
-    Manager::new(client, config).expect("a manager builds for a client given")
+        )
+        .expect("the test manager takes the shard");
+    manager
 }
 
 /// A shard of [`RING`] reconciling ConfigMaps.

@@ -17,7 +17,8 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client, ResourceExt as _};
 use kubeward::controller::{Action, Cleanup, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
+use kubeward::shard::Shard;
 use kubeward::sharding::{HashRing, drain_label, object_key, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_tests::metric_sum;
@@ -87,18 +88,19 @@ impl Replica {
             .lease_duration(Duration::from_secs(3))
             .renew_deadline(Duration::from_secs(2))
             .retry_period(Duration::from_millis(300));
-        let config = watching(ns.to_owned())
-            .leader_election(Some(LeaderElection::new(
-                "sharder",
-                Some(ns.to_owned()),
-                timings.clone(),
-            )))
-            .shard(Some(
+        let config = watching(ns.to_owned()).leader_election(Some(LeaderElection::new(
+            "sharder",
+            Some(ns.to_owned()),
+            timings.clone(),
+        )));
+        let manager = Manager::new(client, config).expect("a manager builds for a client given");
+        manager
+            .add(
                 Shard::new(RING, id)
                     .namespace(Some(ns.to_owned()))
                     .lease(timings),
-            ));
-        let manager = Manager::new(client, config).expect("a manager builds for a client given");
+            )
+            .expect("the test manager takes the shard");
         let reconciles = Arc::new(AtomicUsize::new(0));
         let copier = Copier {
             apply,

@@ -16,7 +16,8 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::controller::{Action, Context, Controller, Reconciler};
 use kubeward::leader;
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
+use kubeward::shard::Shard;
 use kubeward::sharding::{drain_label, shard_label};
 use kubeward::testing::{ControlPlane, wait_for};
 use kubeward_tests::metric_sum;
@@ -88,18 +89,19 @@ fn start(cp: &ControlPlane, ns: &str, shard: &str, ledger: &Ledger) -> Replica {
         .lease_duration(LEASE)
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = watching(ns.to_owned())
-        .leader_election(Some(LeaderElection::new(
-            "sharder",
-            Some(ns.to_owned()),
-            timings.clone(),
-        )))
-        .shard(Some(
+    let config = watching(ns.to_owned()).leader_election(Some(LeaderElection::new(
+        "sharder",
+        Some(ns.to_owned()),
+        timings.clone(),
+    )));
+    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
+    manager
+        .add(
             Shard::new(RING, shard)
                 .namespace(Some(ns.to_owned()))
                 .lease(timings),
-        ));
-    let manager = Manager::new(cp.client(), config).expect("a manager builds for a client given");
+        )
+        .expect("the test manager takes the shard");
     let recorder = Recorder {
         shard: shard.to_owned(),
         ledger: ledger.clone(),

@@ -13,7 +13,8 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use kubeward::controller::Controller;
 use kubeward::leader;
-use kubeward::manager::{LeaderElection, Manager, Shard};
+use kubeward::manager::{LeaderElection, Manager};
+use kubeward::shard::Shard;
 use kubeward::sharding::{RING_LABEL, SHARDER_IDENTITY};
 use kubeward::testing::{ControlPlane, NoopReconciler, wait_for};
 use kubeward_tests::metric_sum;
@@ -35,18 +36,19 @@ fn start(client: Client, ns: &str, id: &str) -> Replica {
         .lease_duration(Duration::from_secs(3))
         .renew_deadline(Duration::from_secs(2))
         .retry_period(Duration::from_millis(300));
-    let config = watching(ns.to_owned())
-        .leader_election(Some(LeaderElection::new(
-            "sharder",
-            Some(ns.to_owned()),
-            timings.clone(),
-        )))
-        .shard(Some(
+    let config = watching(ns.to_owned()).leader_election(Some(LeaderElection::new(
+        "sharder",
+        Some(ns.to_owned()),
+        timings.clone(),
+    )));
+    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+    manager
+        .add(
             Shard::new(RING, id)
                 .namespace(Some(ns.to_owned()))
                 .lease(timings),
-        ));
-    let manager = Manager::new(client, config).expect("a manager builds for a client given");
+        )
+        .expect("the test manager takes the shard");
     manager
         .add(Controller::<ConfigMap>::new(NoopReconciler).ring(RING))
         .expect("the test manager takes it");

@@ -5,7 +5,9 @@ use std::time::Duration;
 use crate::leader;
 
 /// This replica as one shard of a controller ring: the ring's controllers reconcile only the
-/// objects assigned to it (see [`sharding`](crate::sharding)).
+/// objects assigned to it (see [`sharding`](crate::sharding)). Add it to the manager before the
+/// ring's controllers (`manager.add(Shard::new(ring, id))?`); the command line adds one for
+/// `--shard-ring` and `--shard-id`.
 #[derive(Clone, Debug)]
 pub struct Shard {
     pub(crate) ring: String,

@@ -6,44 +6,41 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::informer::SharedInformer;
-use crate::manager::{Error, Manager, Runnable, RunsOn, runnable_fn};
-use crate::sharding::{KindSharder, SharderMetrics, View, watch_ring};
+use crate::manager::{Error, Manager, RunsOn, runnable_fn};
+use crate::sharding::{KindSharder, Ring, SharderMetrics, View, watch_ring};
 
-impl Manager {
-    /// Adds the assignment webhook of each of `kinds` (once per kind) of `ring`, and returns the
-    /// runnable that keeps their view of the ring's shard `leases`, when the webhook server can
-    /// serve; else nothing (the sharder alone assigns).
+/// The ring's assignment webhooks: the view of the ring they read, and the kinds served.
+pub(super) struct Assignment {
+    view: Ring,
+    metrics: SharderMetrics,
+    namespaces: LabelSelector,
+    /// The group and kind of each webhook added.
+    served: Mutex<BTreeSet<String>>,
+}
+
+impl Assignment {
+    /// The assignment of `ring`, with the runnable that keeps its view of the ring's shard
+    /// `leases` added to `manager`, when the webhook server can serve; else none (the sharder
+    /// alone assigns).
     ///
     /// # Errors
-    /// [`Error::DuplicatePath`] when a webhook of yours has an assignment webhook's path.
-    pub(in crate::manager) fn assign_at_creation(
-        &self,
+    /// What [`Manager::add`] returns.
+    pub(super) fn new(
+        manager: &Manager,
         ring: &str,
         leases: &SharedInformer<Lease>,
-        kinds: &[KindSharder],
-    ) -> Result<Option<Box<dyn Runnable>>, Error> {
-        if !self.config().webhook.can_serve() {
+    ) -> Result<Option<Self>, Error> {
+        if !manager.config().webhook.can_serve() {
             return Ok(None);
         }
         let (tx, rx) = watch::channel(Arc::new(View::default()));
-        let namespaces = namespace_selector(self.config().cache_scope().watched_namespaces());
-        let metrics = SharderMetrics::new(self.metrics(), ring);
-        let mut seen = BTreeSet::new();
-        // A ring's main kind first: an object of it is keyed by its own name.
-        let (main, owned): (Vec<&KindSharder>, Vec<_>) = kinds.iter().partition(|k| k.is_main());
-        for kind in main.into_iter().chain(owned) {
-            if seen.insert(kind.group_kind()) {
-                let webhook = kind.admission(ring, rx.clone(), metrics.clone());
-                self.add_webhook(webhook.namespace_selector(namespaces.clone()))?;
-            }
-        }
         let leases = leases.clone();
-        let name = format!("shard view {ring}");
-        Ok(Some(Box::new(runnable_fn(
-            name,
+        manager.add(runnable_fn(
+            format!("shard view {ring}"),
             RunsOn::EveryReplica,
             move |shutdown| async move {
                 leases.start()?;
@@ -56,7 +53,34 @@ impl Manager {
                 watch_ring(leases, tx, None, shutdown).await;
                 Ok(())
             },
-        ))))
+        ))?;
+        Ok(Some(Self {
+            view: rx,
+            metrics: SharderMetrics::new(manager.metrics(), ring),
+            namespaces: namespace_selector(manager.config().cache_scope().watched_namespaces()),
+            served: Mutex::default(),
+        }))
+    }
+
+    /// Adds the assignment webhook of each of `kinds` of `ring` not served yet, the main kind
+    /// first: an object of it is keyed by its own name.
+    ///
+    /// # Errors
+    /// [`Error::DuplicatePath`] when a webhook of yours has an assignment webhook's path.
+    pub(super) fn add_webhooks(
+        &self,
+        manager: &Manager,
+        ring: &str,
+        kinds: &[KindSharder],
+    ) -> Result<(), Error> {
+        let (main, owned): (Vec<&KindSharder>, Vec<_>) = kinds.iter().partition(|k| k.is_main());
+        for kind in main.into_iter().chain(owned) {
+            if self.served.lock().insert(kind.group_kind()) {
+                let webhook = kind.admission(ring, self.view.clone(), self.metrics.clone());
+                manager.add_webhook(webhook.namespace_selector(self.namespaces.clone()))?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,17 +1,14 @@
-//! Serves the conversions of the manager's CRDs at `/convert` on its webhook server.
+//! Adds the conversions of the operator's CRDs to a Manager, served at `/convert` on its webhook
+//! server.
 
-use std::sync::Arc;
-
-use bytes::Bytes;
-use http::{Response, header};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     ServiceReference, WebhookClientConfig,
 };
 
-use super::{Manager, Result};
-use crate::conversion::{Converter, answer_body};
+use super::webhook_set::Webhooks;
+use crate::conversion::Converter;
 use crate::crd::{CONVERSION_PATH, CustomResourceDefinition};
-use crate::webhook::Route;
+use crate::manager::{Manager, Result};
 
 impl Manager {
     /// Serves `converter` at [`/convert`](CONVERSION_PATH) on the webhook server, which every
@@ -22,10 +19,11 @@ impl Manager {
     /// webhooks, conversions are added explicitly: the webhook server needs a certificate.
     ///
     /// # Errors
-    /// [`Error::DuplicatePath`](super::Error::DuplicatePath) if a route at `/convert` was added
+    /// [`Error::DuplicatePath`](crate::manager::Error::DuplicatePath) if a route at `/convert` was added
     /// with [`Self::add_route`].
     pub fn add_conversion(&self, converter: Converter) -> Result<()> {
-        let mut set = self.webhooks.lock();
+        let webhooks = self.webhook_set();
+        let mut set = webhooks.0.lock();
         if set.converters.is_empty() {
             set.claim(CONVERSION_PATH)?;
         }
@@ -36,14 +34,25 @@ impl Manager {
     }
 
     /// Whether this manager serves the conversions of the CRD `name` (a converter and a port).
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(dead_code, reason = "only the command line's subcommands read it")
+    )]
     pub(crate) fn serves_conversions(&self, name: &str) -> bool {
-        self.config.webhook.port != 0
-            && (self.webhooks.lock().converters.iter()).any(|c| c.crd_name() == name)
+        let Some(webhooks) = self.part::<Webhooks>() else {
+            return false;
+        };
+        self.config().webhook.port != 0
+            && (webhooks.0.lock().converters.iter()).any(|c| c.crd_name() == name)
     }
 
     /// `crd` with its conversion webhook, if it has one, pointed at this manager's webhook
     /// endpoint (the Service the webhook configurations name, or `--webhook-url`), so that the
     /// manifests name one Service for every webhook.
+    #[cfg_attr(
+        not(feature = "cli"),
+        expect(dead_code, reason = "only the command line's subcommands read it")
+    )]
     pub(crate) fn point_conversion(
         &self,
         mut crd: CustomResourceDefinition,
@@ -69,24 +78,4 @@ impl Manager {
         });
         crd
     }
-}
-
-/// The route answering `ConversionReview`s with `converters`, if there are any.
-pub(super) fn conversion_route(converters: &[Converter]) -> Option<Route> {
-    if converters.is_empty() {
-        return None;
-    }
-    let converters: Arc<[Converter]> = converters.to_vec().into();
-    let crds: Vec<String> = converters.iter().map(|c| c.crd_name().to_owned()).collect();
-    let route = Route::new(CONVERSION_PATH, move |body: Bytes| {
-        let (status, body) = answer_body(&converters, &body);
-        let mut response = Response::new(Bytes::from(body));
-        *response.status_mut() = status;
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            header::HeaderValue::from_static("application/json"),
-        );
-        std::future::ready(response)
-    });
-    Some(crds.into_iter().fold(route, Route::converts))
 }
