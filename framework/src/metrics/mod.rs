@@ -51,6 +51,12 @@ pub(crate) const HANDOVER_BUCKETS: [f64; 12] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0,
 ];
 
+/// Buckets of `kubeward_cache_wait_seconds`: 1 ms to 10 s (a watch a little behind, up to the
+/// longest timeout worth setting).
+pub(crate) const CACHE_WAIT_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
 /// Buckets of the work queue's duration histograms: 10 ns to 1000 s, ten times apart
 /// (client-go's `ExponentialBuckets(10e-9, 10, 12)`).
 pub const WORKQUEUE_DURATION_BUCKETS: [f64; 12] = [
@@ -84,6 +90,8 @@ pub struct Metrics {
     pub(crate) events: IntCounterVec,
     pub(crate) reads: IntCounterVec,
     pub(crate) echoes: IntCounterVec,
+    pub(crate) cache_wait: HistogramVec,
+    pub(crate) cache_wait_timeouts: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
@@ -129,6 +137,11 @@ impl Metrics {
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
             reads: IntCounterVec::new(opts(READS), labels(READS))?,
             echoes: IntCounterVec::new(opts(ECHOES), labels(ECHOES))?,
+            cache_wait: HistogramVec::new(
+                histogram(CACHE_WAIT, &CACHE_WAIT_BUCKETS),
+                labels(CACHE_WAIT),
+            )?,
+            cache_wait_timeouts: IntCounterVec::new(opts(CACHE_WAIT + 1), labels(CACHE_WAIT + 1))?,
             shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
             assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
             drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
@@ -169,6 +182,8 @@ impl Metrics {
         registry.register(Box::new(metrics.events.clone()))?;
         registry.register(Box::new(metrics.reads.clone()))?;
         registry.register(Box::new(metrics.echoes.clone()))?;
+        registry.register(Box::new(metrics.cache_wait.clone()))?;
+        registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
@@ -287,8 +302,11 @@ const EVENTS: usize = 22;
 const READS: usize = 23;
 /// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
 const ECHOES: usize = READS + 1;
+/// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
+/// [`REFERENCE`].
+const CACHE_WAIT: usize = ECHOES + 1;
 /// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
-const SHARDER: usize = ECHOES + 1;
+const SHARDER: usize = CACHE_WAIT + 2;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
 const WEBHOOK: usize = SHARDER + 6;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
@@ -336,7 +354,9 @@ mod tests {
         let _ = metrics.controller("demo", 2);
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
-        metrics.reads("demo").count("configmaps", ReadSource::Cache);
+        let reads = metrics.reads("demo");
+        reads.count("configmaps", ReadSource::Cache);
+        reads.waited("configmaps", std::time::Duration::from_millis(3), true);
         let _ = metrics.echoes("demo");
         let sharder = crate::sharding::SharderMetrics::new(&metrics, "demo");
         sharder.set_shards(1);
