@@ -4,9 +4,10 @@
 //!
 //! The informers' client goes through a [`TcpProxy`] that holds every byte from kube-apiserver
 //! for 250 ms; the reconciles' client (`Cluster::client`) and the workload talk to it directly,
-//! so only the cache lags. The workload creates three sources and changes each every 60 ms:
-//! a reconcile of a change that runs before the informer brought in the copy a previous
-//! reconcile created sees no copy, unless its read waits for that write.
+//! so only the cache lags. The workload creates three sources and changes one every 60 ms (each
+//! every 180 ms) for 1.8 s. Unfenced, each source is all but sure to get a duplicate: the change
+//! made in the 180 ms before its first copy's create reaches the cache 250 ms late, before the
+//! copy does (one watch keeps their order), and its reconcile lists no copy.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -126,19 +127,19 @@ async fn duplicates(cp: &ControlPlane, fenced: bool) -> anyhow::Result<usize> {
         || async { (*reconciled.lock() == last).then_some(()) },
     )
     .await?;
-    let copies = api.list(&ListParams::default().labels("copy-of")).await?;
+    let made = api.list(&ListParams::default().labels("copy-of")).await?;
 
     shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(30), run).await???;
     factory.shutdown().await;
-    Ok(copies.items.len().saturating_sub(SOURCES))
+    Ok(made.items.len().saturating_sub(SOURCES))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fenced_reads_make_no_duplicate_with_watches_250_ms_late_and_unfenced_reads_do()
 -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    let (unfenced, fenced) = tokio::join!(duplicates(&cp, false), duplicates(&cp, true));
+    let (unfenced, fenced) = tokio::join!(duplicates(cp, false), duplicates(cp, true));
     let (unfenced, fenced) = (unfenced?, fenced?);
     eprintln!("duplicates with watches 250 ms late: unfenced {unfenced}, fenced {fenced}");
     assert!(
