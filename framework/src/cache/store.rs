@@ -275,6 +275,16 @@ impl<K> Store<K> {
         let inner = self.inner.read();
         inner.newest.get(&namespace.map(str::to_owned)).cloned()
     }
+
+    /// The newest resourceVersion the store has applied in any namespace (in integer order).
+    pub(crate) fn newest_overall(&self) -> Option<String> {
+        let inner = self.inner.read();
+        let mut newest: Option<&str> = None;
+        for version in inner.newest.values() {
+            newest = Some(newest.map_or(version, |n| resource_version::newer(n, version)));
+        }
+        newest.map(str::to_owned)
+    }
 }
 
 impl<K: Resource> Store<K> {

@@ -297,9 +297,9 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 }
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
-const EVENTS: usize = 22;
+const EVENTS: usize = 23;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
-const READS: usize = 23;
+const READS: usize = EVENTS + 1;
 /// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
 const ECHOES: usize = READS + 1;
 /// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
@@ -335,13 +335,21 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let factory = Factory::new(client.clone());
-        let informer = factory
-            .informer(kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(
-                client,
-            ))
-            .stats();
-        crate::informer::Stats::count(&informer.list_requests);
-        informer.synced_now();
+        let informer = factory.informer(kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(
+            client,
+        ));
+        let stats = informer.stats();
+        crate::informer::Stats::count(&stats.list_requests);
+        stats.synced_now();
+        informer.apply_quietly(k8s_openapi::api::core::v1::ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("settings".into()),
+                namespace: Some("demo".into()),
+                resource_version: Some("42".into()),
+                ..kube::api::ObjectMeta::default()
+            },
+            ..Default::default()
+        });
         Arc::new(factory)
     }
 
@@ -449,8 +457,9 @@ mod tests {
             r#"kubeward_informer_list_requests_total{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_watch_requests_total{resource="/api/v1/configmaps"} 0"#,
             r#"kubeward_informer_relists_total{resource="/api/v1/configmaps"} 0"#,
-            r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_decode_failures_total{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_newest_resource_version{resource="/api/v1/configmaps"} 42"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
         }

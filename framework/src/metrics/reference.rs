@@ -175,6 +175,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Complete lists an informer received as streaming lists (counted in the relists too).",
     },
     Family {
+        name: "kubeward_informer_newest_resource_version",
+        kind: Kind::Gauge,
+        labels: &["resource"],
+        help: "The newest resourceVersion an informer's store has applied, as a number (absent before the first, or when versions are not integers): how far its cache has come.",
+    },
+    Family {
         name: "kubeward_events_total",
         kind: Kind::Counter,
         labels: &["controller", "result"],
