@@ -1,13 +1,13 @@
-//! Read-your-writes on the real control plane: with watch events 250 ms late and writes on
-//! time, a reconciler that creates a copy with `generateName` when its cached list shows none
+//! Read-your-writes on the real control plane: with watch events 250 ms or 1 s late and writes
+//! on time, a reconciler that creates a copy with `generateName` when its cached list shows none
 //! makes no duplicate with fenced reads, and duplicates without them.
 //!
 //! The informers' client goes through a [`TcpProxy`] that holds every byte from kube-apiserver
-//! for 250 ms; the reconciles' client (`Cluster::client`) and the workload talk to it directly,
+//! for the delay; the reconciles' client (`Cluster::client`) and the workload talk to it directly,
 //! so only the cache lags. The workload creates three sources and changes one every 60 ms (each
 //! every 180 ms) for 1.8 s. Unfenced, each source is all but sure to get a duplicate: the change
-//! made in the 180 ms before its first copy's create reaches the cache 250 ms late, before the
-//! copy does (one watch keeps their order), and its reconcile lists no copy.
+//! made in the 180 ms before its first copy's create reaches the cache late, before the copy
+//! does (one watch keeps their order), and its reconcile lists no copy.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -68,16 +68,13 @@ impl Reconciler<ConfigMap> for GenerateName {
 /// Runs the copier (fenced or not) in a namespace of its own while the workload changes the
 /// sources, waits until it reconciled each source's last change, and returns how many copies
 /// it made beyond one per source.
-async fn duplicates(cp: &ControlPlane, fenced: bool) -> anyhow::Result<usize> {
+async fn duplicates(cp: &ControlPlane, fenced: bool, delay: Duration) -> anyhow::Result<usize> {
+    let fencing = if fenced { "fenced" } else { "unfenced" };
     let ns = cp
-        .create_namespace(if fenced {
-            "ryow-fenced"
-        } else {
-            "ryow-unfenced"
-        })
+        .create_namespace(&format!("ryow-{fencing}-{}ms", delay.as_millis()))
         .await?;
     let proxy = TcpProxy::start(cp.apiserver_addr()).await?;
-    proxy.delay(Duration::from_millis(250));
+    proxy.delay(delay);
     let factory = Arc::new(Factory::new(cp.client_through(&proxy)));
     let cluster = Cluster::new(Arc::clone(&factory))
         .namespace(Some(ns.clone()))
@@ -135,13 +132,14 @@ async fn duplicates(cp: &ControlPlane, fenced: bool) -> anyhow::Result<usize> {
     Ok(made.items.len().saturating_sub(SOURCES))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fenced_reads_make_no_duplicate_with_watches_250_ms_late_and_unfenced_reads_do()
--> anyhow::Result<()> {
+/// Runs the copier unfenced and fenced side by side with watches `delay` late; checks that
+/// only the unfenced one duplicates.
+async fn only_unfenced_reads_duplicate(delay: Duration) -> anyhow::Result<()> {
     let cp = ControlPlane::shared().await?;
-    let (unfenced, fenced) = tokio::join!(duplicates(cp, false), duplicates(cp, true));
+    let (unfenced, fenced) =
+        tokio::join!(duplicates(cp, false, delay), duplicates(cp, true, delay));
     let (unfenced, fenced) = (unfenced?, fenced?);
-    eprintln!("duplicates with watches 250 ms late: unfenced {unfenced}, fenced {fenced}");
+    eprintln!("duplicates with watches {delay:?} late: unfenced {unfenced}, fenced {fenced}");
     assert!(
         unfenced > 0,
         "without fencing the late watch made no duplicate: the test shows nothing"
@@ -151,4 +149,16 @@ async fn fenced_reads_make_no_duplicate_with_watches_250_ms_late_and_unfenced_re
         "fenced reads acted on a cache older than their own create"
     );
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_reads_make_no_duplicate_with_watches_250_ms_late_and_unfenced_reads_do()
+-> anyhow::Result<()> {
+    only_unfenced_reads_duplicate(Duration::from_millis(250)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_reads_make_no_duplicate_with_watches_1_s_late_and_unfenced_reads_do()
+-> anyhow::Result<()> {
+    only_unfenced_reads_duplicate(Duration::from_secs(1)).await
 }
