@@ -7,6 +7,10 @@
 //! server, and `kubeward_reads_total{source="api"}` shows it on the dashboard, so a missing
 //! `watches` is seen as a count rather than felt as latency. A read never starts an informer:
 //! declaring the kinds a controller reads (`owns`, `watches`) keeps them cached from the start.
+//!
+//! A cached read first waits, for at most the controller's timeout, until the cache has brought
+//! in the writes the controller made through its context (read-your-writes, on by default; see
+//! [`Controller::read_your_writes`](super::Controller::read_your_writes)).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
