@@ -82,6 +82,7 @@ impl<K: Resource> Context<K> {
         } else {
             format!("{}.{}", of.plural, of.group)
         };
+        reads.start_waits(&own_resource);
         Self {
             inner: Arc::new(Inner {
                 name,

@@ -52,6 +52,14 @@ impl ReadMetrics {
             .inc();
     }
 
+    /// Starts the wait series of `resource` at zero, so a dashboard shows the controller's
+    /// reads waited for nothing rather than no data.
+    pub(crate) fn start_waits(&self, resource: &str) {
+        let labels = [self.controller.as_str(), resource];
+        let _ = self.wait.with_label_values(&labels);
+        let _ = self.timeouts.with_label_values(&labels);
+    }
+
     /// Records a read of `resource` that waited `waited` for the controller's own writes, and
     /// stopped at the timeout if `timed_out`.
     pub(crate) fn waited(&self, resource: &str, waited: Duration, timed_out: bool) {
