@@ -254,3 +254,43 @@ async fn wait_until_forwarding(gate: &mut Gate) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::time::Instant;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_delay_holds_what_the_server_sends_and_not_what_the_client_sends()
+    -> anyhow::Result<()> {
+        let server = TcpListener::bind("127.0.0.1:0").await?;
+        let proxy = TcpProxy::start(server.local_addr()?).await?;
+        let delay = Duration::from_millis(300);
+        proxy.delay(delay);
+        let echo = tokio::spawn(async move {
+            let (mut socket, _) = server.accept().await?;
+            let mut byte = [0_u8; 1];
+            socket.read_exact(&mut byte).await?;
+            let arrived = Instant::now();
+            socket.write_all(&byte).await?;
+            anyhow::Ok(arrived)
+        });
+        let mut client = TcpStream::connect(proxy.addr()).await?;
+        let sent = Instant::now();
+        client.write_all(b"x").await?;
+        let mut byte = [0_u8; 1];
+        client.read_exact(&mut byte).await?;
+        let answered = sent.elapsed();
+        let arrived = echo.await?? - sent;
+        assert!(
+            arrived < delay / 2,
+            "the request took {arrived:?} to reach the server"
+        );
+        assert!(
+            answered >= delay,
+            "the answer came after {answered:?}, not held {delay:?}"
+        );
+        Ok(())
+    }
+}
