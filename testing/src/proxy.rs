@@ -1,15 +1,16 @@
-//! Forwards TCP between a client and a server, and lets a test cut or stall the connection.
+//! Forwards TCP between a client and a server, and lets a test cut, stall or delay the connection.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::{Result, io_error};
@@ -36,6 +37,8 @@ pub struct TcpProxy {
     accepted: Arc<AtomicUsize>,
     /// One flag per open connection: set, it forwards nothing ever again.
     stranded: Arc<Mutex<Vec<watch::Sender<bool>>>>,
+    /// How long bytes from the server are held before the client gets them, in microseconds.
+    delay: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -54,18 +57,21 @@ impl TcpProxy {
         let mode = Arc::new(watch::Sender::new(Mode::Forward));
         let accepted = Arc::new(AtomicUsize::new(0));
         let stranded = Arc::default();
+        let delay = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(accept_loop(
             listener,
             upstream,
             Arc::clone(&mode),
             Arc::clone(&accepted),
             Arc::clone(&stranded),
+            Arc::clone(&delay),
         ));
         Ok(Self {
             addr,
             mode,
             accepted,
             stranded,
+            delay,
             task,
         })
     }
@@ -95,6 +101,15 @@ impl TcpProxy {
         }
     }
 
+    /// Holds every byte from the server for `delay` before the client gets it, on open and new
+    /// connections, in order (`Duration::ZERO`: no more delay). Requests reach the server at
+    /// once; answers and watch events come `delay` late, as over a slow path back. A client
+    /// whose watches go through the proxy and whose writes do not sees its cache lag its writes.
+    pub fn delay(&self, delay: Duration) {
+        let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.delay.store(micros, Ordering::SeqCst);
+    }
+
     /// Forwards again; stalled bytes flow on.
     pub fn restore(&self) {
         self.mode.send_replace(Mode::Forward);
@@ -120,6 +135,7 @@ async fn accept_loop(
     mode: Arc<watch::Sender<Mode>>,
     accepted: Arc<AtomicUsize>,
     stranded: Arc<Mutex<Vec<watch::Sender<bool>>>>,
+    delay: Arc<AtomicU64>,
 ) {
     while let Ok((client, _)) = listener.accept().await {
         accepted.fetch_add(1, Ordering::SeqCst);
@@ -129,6 +145,7 @@ async fn accept_loop(
         let mode = mode.subscribe();
         let (strand, strand_rx) = watch::channel(false);
         stranded.lock().push(strand);
+        let delay = Arc::clone(&delay);
         tokio::spawn(async move {
             let Ok(server) = TcpStream::connect(upstream).await else {
                 return;
@@ -138,7 +155,7 @@ async fn accept_loop(
             let up = Gate(mode.clone(), strand_rx.clone());
             tokio::join!(
                 pump(client_read, server_write, up),
-                pump(server_read, client_write, Gate(mode, strand_rx))
+                pump_delayed(server_read, client_write, Gate(mode, strand_rx), delay)
             );
         });
     }
@@ -146,6 +163,7 @@ async fn accept_loop(
 
 /// What lets one direction of a connection forward: the proxy's mode and the connection's
 /// stranded flag.
+#[derive(Clone)]
 struct Gate(watch::Receiver<Mode>, watch::Receiver<bool>);
 
 /// Copies bytes one way until either side closes or the proxy cuts; holds them while stalled.
@@ -170,6 +188,53 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut mode: Gate) {
     }
 }
 
+/// As [`pump`], holding each chunk read for the proxy's delay at the time it was read: a
+/// reader queues chunks with their due time, a writer sends them on in order when due.
+async fn pump_delayed(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    gate: Gate,
+    delay: Arc<AtomicU64>,
+) {
+    let (due, mut queued) = mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let mut read_gate = gate.clone();
+    let read = async move {
+        let mut buf = vec![0_u8; 16 * 1024];
+        loop {
+            if !wait_until_forwarding(&mut read_gate).await {
+                return;
+            }
+            let read = tokio::select! {
+                read = from.read(&mut buf) => read,
+                _ = read_gate.0.changed() => continue,
+                _ = read_gate.1.changed() => continue,
+            };
+            let n = match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            let hold = Duration::from_micros(delay.load(Ordering::SeqCst));
+            if due
+                .send((tokio::time::Instant::now() + hold, buf[..n].to_vec()))
+                .is_err()
+            {
+                return;
+            }
+        }
+    };
+    let mut write_gate = gate;
+    let write = async move {
+        while let Some((at, bytes)) = queued.recv().await {
+            tokio::time::sleep_until(at).await;
+            if !wait_until_forwarding(&mut write_gate).await || to.write_all(&bytes).await.is_err()
+            {
+                return;
+            }
+        }
+    };
+    tokio::join!(read, write);
+}
+
 /// Waits while stalled or stranded; false once the proxy cuts or goes away.
 async fn wait_until_forwarding(gate: &mut Gate) -> bool {
     loop {
@@ -187,5 +252,45 @@ async fn wait_until_forwarding(gate: &mut Gate) -> bool {
         if !changed {
             return false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::time::Instant;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_delay_holds_what_the_server_sends_and_not_what_the_client_sends()
+    -> anyhow::Result<()> {
+        let server = TcpListener::bind("127.0.0.1:0").await?;
+        let proxy = TcpProxy::start(server.local_addr()?).await?;
+        let delay = Duration::from_millis(300);
+        proxy.delay(delay);
+        let echo = tokio::spawn(async move {
+            let (mut socket, _) = server.accept().await?;
+            let mut byte = [0_u8; 1];
+            socket.read_exact(&mut byte).await?;
+            let arrived = Instant::now();
+            socket.write_all(&byte).await?;
+            anyhow::Ok(arrived)
+        });
+        let mut client = TcpStream::connect(proxy.addr()).await?;
+        let sent = Instant::now();
+        client.write_all(b"x").await?;
+        let mut byte = [0_u8; 1];
+        client.read_exact(&mut byte).await?;
+        let answered = sent.elapsed();
+        let arrived = echo.await?? - sent;
+        assert!(
+            arrived < delay / 2,
+            "the request took {arrived:?} to reach the server"
+        );
+        assert!(
+            answered >= delay,
+            "the answer came after {answered:?}, not held {delay:?}"
+        );
+        Ok(())
     }
 }

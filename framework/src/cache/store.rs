@@ -2,15 +2,19 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 use kube::Resource;
 use parking_lot::RwLock;
+use tokio::sync::watch;
 
 use super::compact::{Compact, Decode};
+use super::fence::{Fence, Waited};
 use super::index::Index;
 use super::key::{KeyMap, KeyRef, KeySet};
+use super::resource_version;
 use super::slot::Slot;
 use super::{Change, Deleted, Error, NAMESPACE_INDEX, ObjectKey, Result};
 
@@ -66,6 +70,8 @@ fn with_compact<K: Resource + 'static>(compact: Option<Compact<K>>) -> (Store<K>
         objects: KeyMap::default(),
         indexes,
         compact,
+        newest: HashMap::new(),
+        changes: watch::Sender::new(0),
     }));
     (
         Store {
@@ -101,6 +107,9 @@ pub struct Relist<'a, K> {
     /// The one namespace this relist covers (one reflector of an informer over several
     /// namespaces); `None`: the whole store.
     namespace: Option<String>,
+    /// The newest resourceVersion listed per namespace: a list's pages come in no order of
+    /// version, so the store has passed them only once the relist is finished.
+    newest: HashMap<Option<String>, String>,
 }
 
 struct Inner<K> {
@@ -109,6 +118,11 @@ struct Inner<K> {
     indexes: HashMap<String, Index<K>>,
     /// Set for a compact store.
     compact: Option<Compact<K>>,
+    /// The newest resourceVersion the store has applied, per namespace (`None`: cluster-scoped
+    /// objects): one watch brings a namespace's changes in order, so every change up to it is in.
+    newest: HashMap<Option<String>, String>,
+    /// Bumped after every change while someone waits for one (see [`Store::wait_for`]).
+    changes: watch::Sender<u64>,
 }
 
 impl<K> Clone for Store<K> {
@@ -253,6 +267,79 @@ impl<K> Store<K> {
         let index = inner.index(index)?;
         Ok(index.entries.keys().cloned().collect())
     }
+
+    /// The newest resourceVersion the store has applied in `namespace` (`None`: of the
+    /// cluster-scoped objects).
+    #[must_use]
+    pub fn newest_resource_version(&self, namespace: Option<&str>) -> Option<String> {
+        let inner = self.inner.read();
+        inner.newest.get(&namespace.map(str::to_owned)).cloned()
+    }
+
+    /// The newest resourceVersion the store has applied in any namespace (in integer order).
+    pub(crate) fn newest_overall(&self) -> Option<String> {
+        let inner = self.inner.read();
+        let mut newest: Option<&str> = None;
+        for version in inner.newest.values() {
+            newest = Some(newest.map_or(version, |n| resource_version::newer(n, version)));
+        }
+        newest.map(str::to_owned)
+    }
+}
+
+impl<K: Resource> Store<K> {
+    /// Whether the store has passed `fence`.
+    pub(crate) fn passed(&self, fence: &Fence) -> bool {
+        let inner = self.inner.read();
+        let newest = |namespace: Option<&str>| inner.newest.get(&namespace.map(str::to_owned));
+        match fence {
+            Fence::Version { key, version } => {
+                let cached = inner.objects.get(key).and_then(Slot::resource_version);
+                let passed = |have: Option<&str>| {
+                    have.is_some_and(|have| resource_version::has_passed(have, version))
+                };
+                passed(cached) || passed(newest(key.namespace()).map(String::as_str))
+            }
+            Fence::Gone { key, uid } => inner.objects.get(key).is_none_or(|slot| {
+                let obj = inner.resolve(key, slot, false);
+                obj.is_none_or(|obj| obj.meta().uid.as_deref() != Some(uid.as_str()))
+            }),
+            Fence::Namespace { namespace, version } => newest(namespace.as_deref())
+                .is_some_and(|have| resource_version::has_passed(have, version)),
+        }
+    }
+
+    /// Waits until the store has passed every fence of `fences`, for at most `timeout`: woken
+    /// by the store's changes, never polling.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads the store.
+    pub(crate) async fn wait_for(&self, fences: &[Fence], timeout: Duration) -> Waited {
+        let all_passed = || fences.iter().all(|fence| self.passed(fence));
+        if all_passed() {
+            return Waited::No;
+        }
+        // Subscribed before the checks below, so no change between a check and the wait is missed.
+        let mut changes = self.changes();
+        let caught_up = async {
+            while !all_passed() {
+                if changes.changed().await.is_err() {
+                    // The writer is gone: nothing more will come.
+                    return false;
+                }
+            }
+            true
+        };
+        match tokio::time::timeout(timeout, caught_up).await {
+            Ok(true) => Waited::CaughtUp,
+            Ok(false) | Err(_) => Waited::TimedOut,
+        }
+    }
+
+    /// A receiver that sees a new value after every change the store applies from now on.
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.read().changes.subscribe()
+    }
 }
 
 impl<K: Resource> Writer<K> {
@@ -290,29 +377,42 @@ impl<K: Resource> Writer<K> {
     /// Stores `obj` (added or replacing the object with its key) and says what changed: nothing
     /// when the cached object has the same resourceVersion (the cached `Arc` is then kept).
     pub fn apply(&self, obj: Arc<K>) -> Option<Change<K>> {
-        self.put(ObjectKey::of(obj.as_ref()), obj, None)
+        self.put(ObjectKey::of(obj.as_ref()), obj, None, true)
     }
 
     /// As [`Self::apply`], with the object's JSON for a compact store to keep (ignored by a
     /// default store), so that it need not encode the object again.
     pub(crate) fn apply_with_json(&self, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
-        self.put(ObjectKey::of(obj.as_ref()), obj, json)
+        self.put(ObjectKey::of(obj.as_ref()), obj, json, true)
     }
 
     /// Removes the object with the key of `last` (its final state); nothing if it was not cached.
     pub fn delete(&self, last: Arc<K>) -> Option<Change<K>> {
+        self.remove(last, true)
+    }
+
+    /// As [`Self::delete`]; the store passes the deletion's resourceVersion if `advance`.
+    fn remove(&self, last: Arc<K>, advance: bool) -> Option<Change<K>> {
         let meta = last.meta();
         let found = KeyRef::new(
             meta.namespace.as_deref(),
             meta.name.as_deref().unwrap_or_default(),
         );
         let mut inner = self.inner.write();
-        let (key, slot) = inner.objects.remove_entry(&found)?;
+        if advance {
+            inner.advance(meta.namespace.as_deref(), meta.resource_version.as_deref());
+        }
+        let removed = inner.objects.remove_entry(&found);
+        let Some((key, slot)) = removed else {
+            inner.notify();
+            return None;
+        };
         let old = inner.resolve(&key, &slot, false);
         inner.reindex(&key, old.as_deref(), None);
         if let Some(compact) = &inner.compact {
             compact.forget(&key);
         }
+        inner.notify();
         Some(Change::Deleted(Deleted::Final(last)))
     }
 
@@ -325,6 +425,7 @@ impl<K: Resource> Writer<K> {
             writer: self,
             seen: (!empty).then(KeySet::default),
             namespace: None,
+            newest: HashMap::new(),
         }
     }
 
@@ -341,17 +442,30 @@ impl<K: Resource> Writer<K> {
             writer: self,
             seen: (!empty).then(KeySet::default),
             namespace: Some(namespace.to_owned()),
+            newest: HashMap::new(),
         }
     }
 
     /// Stores `obj` under `key` (its key, built by the caller before the lock is taken) with one
-    /// lookup.
-    fn put(&self, key: ObjectKey, obj: Arc<K>, json: Option<Vec<u8>>) -> Option<Change<K>> {
+    /// lookup; the store passes its resourceVersion if `advance`.
+    fn put(
+        &self,
+        key: ObjectKey,
+        obj: Arc<K>,
+        json: Option<Vec<u8>>,
+        advance: bool,
+    ) -> Option<Change<K>> {
         let mut guard = self.inner.write();
+        if advance {
+            let meta = obj.meta();
+            guard.advance(meta.namespace.as_deref(), meta.resource_version.as_deref());
+        }
+        guard.notify();
         let Inner {
             objects,
             indexes,
             compact,
+            ..
         } = &mut *guard;
         let compact = compact.as_ref();
         let pack = |key: &ObjectKey| match compact {
@@ -404,7 +518,8 @@ impl<K: Resource> Relist<'_, K> {
         if let Some(seen) = &mut self.seen {
             seen.insert(key.clone());
         }
-        self.writer.put(key, obj, json)
+        self.remember(obj.meta());
+        self.writer.put(key, obj, json, false)
     }
 
     /// Removes a deleted object while the relist is in progress (a streaming list may carry
@@ -413,17 +528,33 @@ impl<K: Resource> Relist<'_, K> {
         if let Some(seen) = &mut self.seen {
             seen.remove(&ObjectKey::of(last.as_ref()));
         }
-        self.writer.delete(last)
+        self.remember(last.meta());
+        self.writer.remove(last, false)
+    }
+
+    /// Notes the resourceVersion of a listed object, for the store to pass at the end.
+    fn remember(&mut self, meta: &kube::api::ObjectMeta) {
+        let Some(version) = meta.resource_version.as_deref() else {
+            return;
+        };
+        let newest = self.newest.entry(meta.namespace.clone()).or_default();
+        if newest.is_empty() || resource_version::newer(newest, version) == version {
+            version.clone_into(newest);
+        }
     }
 
     /// Removes every cached object the relist did not see; each is a deletion whose final
     /// state is unknown.
     #[must_use]
     pub fn finish(self) -> Vec<Change<K>> {
+        let mut inner = self.writer.inner.write();
+        for (namespace, version) in &self.newest {
+            inner.advance(namespace.as_deref(), Some(version));
+        }
+        inner.notify();
         let Some(seen) = self.seen else {
             return Vec::new();
         };
-        let mut inner = self.writer.inner.write();
         let gone: Vec<ObjectKey> = inner
             .objects
             .keys()
@@ -450,6 +581,31 @@ impl<K: Resource> Relist<'_, K> {
 }
 
 impl<K> Inner<K> {
+    /// Notes that the store has applied `version` in `namespace`.
+    fn advance(&mut self, namespace: Option<&str>, version: Option<&str>) {
+        let Some(version) = version else {
+            return;
+        };
+        match self.newest.get_mut(&namespace.map(str::to_owned)) {
+            Some(newest) => {
+                if resource_version::newer(newest, version) == version {
+                    version.clone_into(newest);
+                }
+            }
+            None => {
+                self.newest
+                    .insert(namespace.map(str::to_owned), version.to_owned());
+            }
+        }
+    }
+
+    /// Wakes whoever waits for a change (see [`Store::wait_for`]); nothing when nobody waits.
+    fn notify(&self) {
+        if self.changes.receiver_count() > 0 {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
     /// The index named `name`.
     fn index(&self, name: &str) -> Result<&Index<K>> {
         self.indexes

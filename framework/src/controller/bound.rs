@@ -147,7 +147,9 @@ impl<K: Cacheable> Controller<K> {
             metrics,
             own_writes,
             self.kind,
-        );
+        )
+        .with_client(cluster.client.clone())
+        .with_read_your_writes(self.read_your_writes);
         #[cfg(feature = "sharding")]
         let ctx = ctx.with_owned_labels(self.owned_labels);
         let shared = Arc::new(Shared {

@@ -25,6 +25,10 @@ use crate::sharding::{KindSharder, OwnedLabels, drain_label};
 /// (`--max-concurrent-reconciles` raises the default for every controller of a manager).
 pub const DEFAULT_CONCURRENCY: u16 = 1;
 
+/// How long a cached read of a reconcile waits at most for the informer to bring in the
+/// controller's own writes, unless set (see [`Controller::read_your_writes_timeout`]).
+pub const DEFAULT_READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A controller of kind `K`: reconciles each object of `K` whenever it, an object it owns or one
 /// it watches changes. Hand it to a Manager, or [bind](Self::bind) it to a [`Cluster`](super::Cluster)
 /// and run it yourself.
@@ -62,6 +66,8 @@ pub struct Controller<K> {
     pub(crate) concurrency: Option<u16>,
     pub(crate) rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     pub(crate) timeout: Option<Duration>,
+    /// How long a cached read waits for the controller's own writes; `None`: it never waits.
+    pub(crate) read_your_writes: Option<Duration>,
     /// The finalizer the reconciler runs behind, for `Debug` (the erased reconciler holds it).
     pub(crate) finalizer: Option<String>,
     pub(crate) predicate: Option<Predicate<K>>,
@@ -92,6 +98,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("name", &self.name)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
+            .field("read_your_writes", &self.read_your_writes)
             .field("finalizer", &self.finalizer)
             .field("triggers", &self.triggers.len())
             .field("sources", &self.sources.len())
@@ -169,6 +176,7 @@ impl<K: Cacheable> Controller<K> {
             concurrency: None,
             rate_limiter: None,
             timeout: None,
+            read_your_writes: Some(DEFAULT_READ_YOUR_WRITES_TIMEOUT),
             finalizer,
             predicate: None,
             triggers: Vec::new(),
@@ -218,6 +226,32 @@ impl<K: Cacheable> Controller<K> {
     /// A reconcile that runs longer fails with a timeout error (and is retried). None by default.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether a reconcile's cached reads wait for the controller's own writes (on by default).
+    ///
+    /// On, every write through the [`Context`](super::Context)'s client (its `client()`,
+    /// `apply`, `patch_status`, `prune`, finalizers) notes the resourceVersion the API server
+    /// returned, or the uid a delete removed; a later read of that object from the cache
+    /// (the object a reconcile is handed, `ctx.get`, `ctx.list`) first waits until the informer
+    /// has brought the write in, for at most [`Self::read_your_writes_timeout`]. So a reconcile
+    /// never acts on a cache older than its controller's last write: no second object created
+    /// with `generateName`, no 409 Conflict from a stale resourceVersion. Off, reads never wait,
+    /// as in controller-runtime and kube-runtime by default. See the book's cache page.
+    pub fn read_your_writes(mut self, on: bool) -> Self {
+        self.read_your_writes = on.then_some(
+            self.read_your_writes
+                .unwrap_or(DEFAULT_READ_YOUR_WRITES_TIMEOUT),
+        );
+        self
+    }
+
+    /// How long a cached read waits at most for the controller's own writes (default
+    /// [`DEFAULT_READ_YOUR_WRITES_TIMEOUT`]); then it reads the cache as it is, and
+    /// `kubeward_cache_wait_timeouts_total` counts it. Turns [`Self::read_your_writes`] on.
+    pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
+        self.read_your_writes = Some(timeout);
         self
     }
 

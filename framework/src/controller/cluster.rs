@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use kube::Client;
 use prometheus::Registry;
 
 use crate::informer::{CacheScope, Factory, SharedInformer, Watchable};
@@ -15,13 +16,26 @@ use crate::metrics::Metrics;
 ///
 /// Cheap to clone; controllers bound to clones of one `Cluster` share its informers.
 #[doc(alias = "cluster.Cluster")]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[must_use]
 pub struct Cluster {
     pub(crate) factory: Arc<Factory>,
     pub(crate) scope: CacheScope,
     /// Where controllers count; `None` for a registry of their own.
     pub(crate) metrics: Option<Metrics>,
+    /// The client reconciles read and write with, if not the factory's.
+    pub(crate) client: Option<Client>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("factory", &self.factory)
+            .field("scope", &self.scope)
+            .field("metrics", &self.metrics)
+            .field("own_client", &self.client.is_some())
+            .finish()
+    }
 }
 
 impl Cluster {
@@ -32,6 +46,7 @@ impl Cluster {
             factory,
             scope: CacheScope::default(),
             metrics: None,
+            client: None,
         }
     }
 
@@ -58,6 +73,14 @@ impl Cluster {
     #[must_use]
     pub fn informer<K: Watchable>(&self) -> SharedInformer<K> {
         self.factory.watched::<K>(&self.scope)
+    }
+
+    /// Hands reconciles `client` (their [`Context::client`](super::Context::client) and the
+    /// writes of the reconcile kit) instead of the factory's, which the informers keep using:
+    /// e.g. a client with rate limits of its own for writes, apart from the watches.
+    pub fn client(mut self, client: Client) -> Self {
+        self.client = Some(client);
+        self
     }
 
     /// Counts reconciles and queue activity in `metrics` (the `controller_runtime_*` and

@@ -1,15 +1,18 @@
 //! Gives a reconcile what it needs: the client, cached listers, an event recorder, its name.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use kube::api::ApiResource;
 use kube::core::ObjectMeta;
 use kube::{Client, Resource};
 
 use super::Kind;
+use super::fenced_client::fenced;
+use super::fences::Fences;
 use super::own_writes::OwnWrites;
-use crate::cache::Store;
+use crate::cache::{Fence, ObjectKey, Store, Waited};
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};
 use crate::metrics::{Metrics, ReadMetrics};
@@ -31,6 +34,13 @@ struct Inner<K> {
     own_writes: Arc<OwnWrites>,
     reads: ReadMetrics,
     kind: Kind,
+    /// `plural` or `plural.group` of `kind`, as fences name it.
+    own_resource: String,
+    /// With read-your-writes on: the marks of the controller's writes, and how long a read
+    /// waits for them at most.
+    fences: Option<(Arc<Fences>, Duration)>,
+    /// The client whose writes leave marks in `fences`, made on first use (it spawns a task).
+    fenced_client: OnceLock<Client>,
     /// On a shard: the label the owned objects it applies get.
     #[cfg(feature = "sharding")]
     owned_labels: Option<Arc<OwnedLabels>>,
@@ -66,6 +76,13 @@ impl<K: Resource> Context<K> {
         let client = factory.client().clone();
         let recorder = Recorder::new(client.clone(), name.clone()).metrics(metrics);
         let reads = metrics.reads(&name);
+        let of = kind.resource();
+        let own_resource = if of.group.is_empty() {
+            of.plural.clone()
+        } else {
+            format!("{}.{}", of.plural, of.group)
+        };
+        reads.start_waits(&own_resource);
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -77,10 +94,35 @@ impl<K: Resource> Context<K> {
                 own_writes,
                 reads,
                 kind,
+                own_resource,
+                fences: None,
+                fenced_client: OnceLock::new(),
                 #[cfg(feature = "sharding")]
                 owned_labels: None,
             }),
         }
+    }
+
+    /// With `client` to read and write with instead of the factory's (see
+    /// [`Cluster::client`](super::Cluster::client)).
+    pub(crate) fn with_client(mut self, client: Option<Client>) -> Self {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            unreachable!("invariant: a context is not shared before it is complete");
+        };
+        if let Some(client) = client {
+            inner.client = client;
+        }
+        self
+    }
+
+    /// With its cached reads waiting for its own writes for at most `timeout` (never when
+    /// `None`; see [`Controller::read_your_writes`](super::Controller::read_your_writes)).
+    pub(crate) fn with_read_your_writes(mut self, timeout: Option<Duration>) -> Self {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            unreachable!("invariant: a context is not shared before it is complete");
+        };
+        inner.fences = timeout.map(|timeout| (Arc::new(Fences::default()), timeout));
+        self
     }
 
     /// With `labels` set on the owned objects it applies (a shard's controller).
@@ -99,10 +141,81 @@ impl<K: Resource> Context<K> {
         &self.inner.name
     }
 
-    /// The client, to read and write the cluster.
+    /// The client, to read and write the cluster. With
+    /// [read-your-writes](super::Controller::read_your_writes) on (the default), every write
+    /// through it is noted, and the context's cached reads wait until the informer has seen it.
     #[must_use]
     pub fn client(&self) -> Client {
-        self.inner.client.clone()
+        let Some((fences, _)) = &self.inner.fences else {
+            return self.inner.client.clone();
+        };
+        let client = self
+            .inner
+            .fenced_client
+            .get_or_init(|| fenced(self.inner.client.clone(), Arc::clone(fences)));
+        client.clone()
+    }
+
+    /// Waits until `store`, the cache of `resource` (`plural` or `plural.group`), has brought
+    /// in the controller's writes of the object `key` (with read-your-writes on; for at most
+    /// its timeout).
+    pub(crate) async fn fence_object<C: Resource>(
+        &self,
+        store: &Store<C>,
+        resource: &str,
+        key: &ObjectKey,
+    ) {
+        let Some((fences, _)) = &self.inner.fences else {
+            return;
+        };
+        let wanted = fences.of_object(resource, key);
+        self.fence(store, resource, wanted).await;
+    }
+
+    /// Waits until `store`, the cache of `resource`, has brought in the controller's writes of
+    /// it in `namespace` (every namespace when `None`), deletes included.
+    pub(crate) async fn fence_list<C: Resource>(
+        &self,
+        store: &Store<C>,
+        resource: &str,
+        namespace: Option<&str>,
+    ) {
+        let Some((fences, _)) = &self.inner.fences else {
+            return;
+        };
+        let wanted = fences.of_list(resource, namespace);
+        self.fence(store, resource, wanted).await;
+    }
+
+    /// The name of the controller's own kind, as its fences name it.
+    pub(crate) fn own_resource(&self) -> &str {
+        &self.inner.own_resource
+    }
+
+    async fn fence<C: Resource>(&self, store: &Store<C>, resource: &str, wanted: Vec<Fence>) {
+        let Some((fences, timeout)) = &self.inner.fences else {
+            return;
+        };
+        if wanted.is_empty() {
+            return;
+        }
+        let started = tokio::time::Instant::now();
+        match store.wait_for(&wanted, *timeout).await {
+            Waited::No => fences.passed(resource, &wanted),
+            Waited::CaughtUp => {
+                fences.passed(resource, &wanted);
+                self.reads().waited(resource, started.elapsed(), false);
+            }
+            Waited::TimedOut => {
+                tracing::debug!(
+                    controller = %self.inner.name,
+                    resource,
+                    timeout = ?timeout,
+                    "the cache did not bring in our own write in time; reading it as it is"
+                );
+                self.reads().waited(resource, started.elapsed(), true);
+            }
+        }
     }
 
     /// The API resource of the controller's kind (group, version, kind, plural): what a
@@ -209,6 +322,17 @@ impl<K: Resource> Context<K> {
         self.inner
             .recorder
             .about(self.inner.kind.object_ref(obj.meta()))
+    }
+}
+
+/// How the context's reads and its client's writes name `C`: `plural` or `plural.group`.
+pub(crate) fn resource_of<C: Resource<DynamicType = ()>>() -> String {
+    let group = C::group(&());
+    let plural = C::plural(&());
+    if group.is_empty() {
+        plural.into_owned()
+    } else {
+        format!("{plural}.{group}")
     }
 }
 

@@ -7,6 +7,10 @@
 //! server, and `kubeward_reads_total{source="api"}` shows it on the dashboard, so a missing
 //! `watches` is seen as a count rather than felt as latency. A read never starts an informer:
 //! declaring the kinds a controller reads (`owns`, `watches`) keeps them cached from the start.
+//!
+//! A cached read first waits, for at most the controller's timeout, until the cache has brought
+//! in the writes the controller made through its context (read-your-writes, on by default; see
+//! [`Controller::read_your_writes`](super::Controller::read_your_writes)).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +19,7 @@ use kube::api::{GetParams, ListParams};
 use kube::core::{ObjectList, Request, Selector, SelectorExt as _};
 use kube::{Client, Resource};
 
+use super::context::resource_of;
 use super::{Context, Watchable};
 use crate::cache::{ObjectKey, Store};
 use crate::informer::{CacheScope, SharedInformer};
@@ -39,7 +44,9 @@ impl<K: Resource> Context<K> {
         let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
             self.count_read::<C>(ReadSource::Cache);
-            return Ok(cache.get(&ObjectKey::new(namespace, name)));
+            let key = ObjectKey::new(namespace, name);
+            self.fence_object(&cache, &resource_of::<C>(), &key).await;
+            return Ok(cache.get(&key));
         }
         self.count_read::<C>(ReadSource::Api);
         get_live(&self.client(), namespace, name).await
@@ -72,6 +79,8 @@ impl<K: Resource> Context<K> {
         let namespace = namespace.filter(|_| C::NAMESPACED);
         if let Some(cache) = self.cache_of::<C>(namespace) {
             self.count_read::<C>(ReadSource::Cache);
+            self.fence_list(&cache, &resource_of::<C>(), namespace)
+                .await;
             let no_labels = BTreeMap::new();
             let labels_match =
                 |obj: &C| selector.matches(obj.meta().labels.as_ref().unwrap_or(&no_labels));
@@ -122,14 +131,7 @@ impl<K: Resource> Context<K> {
 
     /// Counts a read of `C` served from `source` (the reconcile kit's cached look-ups too).
     pub(crate) fn count_read<C: Watchable>(&self, source: ReadSource) {
-        let group = C::group(&());
-        let plural = C::plural(&());
-        let resource = if group.is_empty() {
-            plural.into_owned()
-        } else {
-            format!("{plural}.{group}")
-        };
-        self.reads().count(&resource, source);
+        self.reads().count(&resource_of::<C>(), source);
     }
 }
 

@@ -64,6 +64,10 @@ async fn process<K: Cacheable>(
     shared: &Shared<K>,
     key: &ObjectKey,
 ) -> Finished {
+    // After a write of its own (a status, a finalizer), the object as the controller left it.
+    (shared.ctx)
+        .fence_object(shared.ctx.store(), shared.ctx.own_resource(), key)
+        .await;
     let Some(obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
         return Finished::Forget;

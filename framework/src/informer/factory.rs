@@ -53,6 +53,8 @@ pub(crate) struct Observed {
     pub(crate) stats: Arc<Stats>,
     /// How many objects the store holds.
     pub(crate) objects: usize,
+    /// The newest resourceVersion the store has applied.
+    pub(crate) newest: Option<String>,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -65,6 +67,7 @@ trait ErasedInformer: Send + Sync {
     fn clone_box(&self) -> Box<dyn ErasedInformer>;
     fn stats(&self) -> Arc<Stats>;
     fn objects(&self) -> usize;
+    fn newest_resource_version(&self) -> Option<String>;
 }
 
 impl<K> ErasedInformer for SharedInformer<K>
@@ -93,6 +96,10 @@ where
 
     fn objects(&self) -> usize {
         self.store().len()
+    }
+
+    fn newest_resource_version(&self) -> Option<String> {
+        self.store().newest_overall()
     }
 }
 
@@ -322,6 +329,7 @@ impl Factory {
                 resource: resource_name(key),
                 stats: entry.erased.stats(),
                 objects: entry.erased.objects(),
+                newest: entry.erased.newest_resource_version(),
             })
             .collect()
     }

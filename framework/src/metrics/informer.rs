@@ -35,6 +35,7 @@ struct Families {
     decode_failures: IntCounterVec,
     last_sync: GaugeVec,
     streamed_lists: IntCounterVec,
+    newest: GaugeVec,
 }
 
 impl std::fmt::Debug for InformerCollector {
@@ -72,6 +73,8 @@ impl InformerCollector {
             last_sync: GaugeVec::new(opts(FIRST + 5), labels)
                 .expect("invariant: the informer families have valid names and labels"),
             streamed_lists: counter(FIRST + 6),
+            newest: GaugeVec::new(opts(FIRST + 7), labels)
+                .expect("invariant: the informer families have valid names and labels"),
         };
         let descs = families
             .collectors()
@@ -87,7 +90,7 @@ impl InformerCollector {
 }
 
 impl Families {
-    fn collectors(&self) -> [&dyn Collector; 7] {
+    fn collectors(&self) -> [&dyn Collector; 8] {
         [
             &self.lists,
             &self.watches,
@@ -96,6 +99,7 @@ impl Families {
             &self.decode_failures,
             &self.last_sync,
             &self.streamed_lists,
+            &self.newest,
         ]
     }
 }
@@ -114,6 +118,7 @@ impl Collector for InformerCollector {
         families.decode_failures.reset();
         families.last_sync.reset();
         families.streamed_lists.reset();
+        families.newest.reset();
         // Informers of different types on one resource (typed, metadata-only, dynamic) get
         // distinct labels: ` #2`, ` #3` in the factory's stable order.
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -121,6 +126,7 @@ impl Collector for InformerCollector {
             resource,
             stats,
             objects,
+            newest,
         } in self
             .factory
             .lock()
@@ -162,6 +168,11 @@ impl Collector for InformerCollector {
             if let Some(time) = stats.last_sync_time() {
                 families.last_sync.with_label_values(label).set(time);
             }
+            // etcd's revisions stay far below 2^53, where an f64 is still exact.
+            #[expect(clippy::cast_precision_loss, reason = "see above")]
+            if let Some(newest) = newest.and_then(|v| v.parse::<u64>().ok()) {
+                families.newest.with_label_values(label).set(newest as f64);
+            }
         }
         families
             .collectors()
@@ -191,7 +202,7 @@ mod tests {
     #[test]
     fn the_informer_families_have_valid_descriptors() {
         let labels = &["resource"];
-        for i in FIRST..FIRST + 7 {
+        for i in FIRST..FIRST + 8 {
             assert!(IntCounterVec::new(opts(i), labels).is_ok(), "family {i}");
             assert!(IntGaugeVec::new(opts(i), labels).is_ok(), "family {i}");
             assert!(GaugeVec::new(opts(i), labels).is_ok(), "family {i}");

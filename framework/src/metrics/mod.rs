@@ -51,6 +51,12 @@ pub(crate) const HANDOVER_BUCKETS: [f64; 12] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0,
 ];
 
+/// Buckets of `kubeward_cache_wait_seconds`: 1 ms to 10 s (a watch a little behind, up to the
+/// longest timeout worth setting).
+pub(crate) const CACHE_WAIT_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
 /// Buckets of the work queue's duration histograms: 10 ns to 1000 s, ten times apart
 /// (client-go's `ExponentialBuckets(10e-9, 10, 12)`).
 pub const WORKQUEUE_DURATION_BUCKETS: [f64; 12] = [
@@ -84,6 +90,8 @@ pub struct Metrics {
     pub(crate) events: IntCounterVec,
     pub(crate) reads: IntCounterVec,
     pub(crate) echoes: IntCounterVec,
+    pub(crate) cache_wait: HistogramVec,
+    pub(crate) cache_wait_timeouts: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
@@ -129,6 +137,11 @@ impl Metrics {
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
             reads: IntCounterVec::new(opts(READS), labels(READS))?,
             echoes: IntCounterVec::new(opts(ECHOES), labels(ECHOES))?,
+            cache_wait: HistogramVec::new(
+                histogram(CACHE_WAIT, &CACHE_WAIT_BUCKETS),
+                labels(CACHE_WAIT),
+            )?,
+            cache_wait_timeouts: IntCounterVec::new(opts(CACHE_WAIT + 1), labels(CACHE_WAIT + 1))?,
             shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
             assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
             drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
@@ -169,6 +182,8 @@ impl Metrics {
         registry.register(Box::new(metrics.events.clone()))?;
         registry.register(Box::new(metrics.reads.clone()))?;
         registry.register(Box::new(metrics.echoes.clone()))?;
+        registry.register(Box::new(metrics.cache_wait.clone()))?;
+        registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
@@ -282,13 +297,16 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 }
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
-const EVENTS: usize = 22;
+const EVENTS: usize = 23;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
-const READS: usize = 23;
+const READS: usize = EVENTS + 1;
 /// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
 const ECHOES: usize = READS + 1;
+/// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
+/// [`REFERENCE`].
+const CACHE_WAIT: usize = ECHOES + 1;
 /// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
-const SHARDER: usize = ECHOES + 1;
+const SHARDER: usize = CACHE_WAIT + 2;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
 const WEBHOOK: usize = SHARDER + 6;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
@@ -317,13 +335,21 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let factory = Factory::new(client.clone());
-        let informer = factory
-            .informer(kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(
-                client,
-            ))
-            .stats();
-        crate::informer::Stats::count(&informer.list_requests);
-        informer.synced_now();
+        let informer = factory.informer(kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(
+            client,
+        ));
+        let stats = informer.stats();
+        crate::informer::Stats::count(&stats.list_requests);
+        stats.synced_now();
+        informer.apply_quietly(k8s_openapi::api::core::v1::ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("settings".into()),
+                namespace: Some("demo".into()),
+                resource_version: Some("42".into()),
+                ..kube::api::ObjectMeta::default()
+            },
+            ..Default::default()
+        });
         Arc::new(factory)
     }
 
@@ -336,7 +362,9 @@ mod tests {
         let _ = metrics.controller("demo", 2);
         let _ = metrics.workqueue("demo");
         let _ = metrics.events("demo");
-        metrics.reads("demo").count("configmaps", ReadSource::Cache);
+        let reads = metrics.reads("demo");
+        reads.count("configmaps", ReadSource::Cache);
+        reads.waited("configmaps", std::time::Duration::from_millis(3), true);
         let _ = metrics.echoes("demo");
         let sharder = crate::sharding::SharderMetrics::new(&metrics, "demo");
         sharder.set_shards(1);
@@ -429,8 +457,9 @@ mod tests {
             r#"kubeward_informer_list_requests_total{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_watch_requests_total{resource="/api/v1/configmaps"} 0"#,
             r#"kubeward_informer_relists_total{resource="/api/v1/configmaps"} 0"#,
-            r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_decode_failures_total{resource="/api/v1/configmaps"} 0"#,
+            r#"kubeward_informer_newest_resource_version{resource="/api/v1/configmaps"} 42"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
         }

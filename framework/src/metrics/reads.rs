@@ -1,6 +1,9 @@
-//! Counts a context's reads in `kubeward_reads_total`, by resource and by where they were served.
+//! Counts a context's reads in `kubeward_reads_total`, by resource and by where they were served,
+//! and how long they waited for the controller's own writes.
 
-use prometheus::IntCounterVec;
+use std::time::Duration;
+
+use prometheus::{HistogramVec, IntCounterVec};
 
 use super::Metrics;
 
@@ -22,10 +25,13 @@ impl ReadSource {
     }
 }
 
-/// One controller's series of `kubeward_reads_total`.
+/// One controller's series of `kubeward_reads_total`, `kubeward_cache_wait_seconds` and
+/// `kubeward_cache_wait_timeouts_total`.
 #[derive(Clone, Debug)]
 pub(crate) struct ReadMetrics {
     reads: IntCounterVec,
+    wait: HistogramVec,
+    timeouts: IntCounterVec,
     controller: String,
 }
 
@@ -33,6 +39,8 @@ impl ReadMetrics {
     pub(crate) fn new(metrics: &Metrics, controller: &str) -> Self {
         Self {
             reads: metrics.reads.clone(),
+            wait: metrics.cache_wait.clone(),
+            timeouts: metrics.cache_wait_timeouts.clone(),
             controller: controller.to_owned(),
         }
     }
@@ -42,5 +50,25 @@ impl ReadMetrics {
         self.reads
             .with_label_values(&[self.controller.as_str(), resource, source.label()])
             .inc();
+    }
+
+    /// Starts the wait series of `resource` at zero, so a dashboard shows the controller's
+    /// reads waited for nothing rather than no data.
+    pub(crate) fn start_waits(&self, resource: &str) {
+        let labels = [self.controller.as_str(), resource];
+        let _ = self.wait.with_label_values(&labels);
+        let _ = self.timeouts.with_label_values(&labels);
+    }
+
+    /// Records a read of `resource` that waited `waited` for the controller's own writes, and
+    /// stopped at the timeout if `timed_out`.
+    pub(crate) fn waited(&self, resource: &str, waited: Duration, timed_out: bool) {
+        let labels = [self.controller.as_str(), resource];
+        self.wait
+            .with_label_values(&labels)
+            .observe(waited.as_secs_f64());
+        if timed_out {
+            self.timeouts.with_label_values(&labels).inc();
+        }
     }
 }

@@ -175,6 +175,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Complete lists an informer received as streaming lists (counted in the relists too).",
     },
     Family {
+        name: "kubeward_informer_newest_resource_version",
+        kind: Kind::Gauge,
+        labels: &["resource"],
+        help: "The newest resourceVersion an informer's store has applied, as a number (absent before the first, or when versions are not integers): how far its cache has come.",
+    },
+    Family {
         name: "kubeward_events_total",
         kind: Kind::Counter,
         labels: &["controller", "result"],
@@ -191,6 +197,18 @@ pub const REFERENCE: &[Family] = &[
         kind: Kind::Counter,
         labels: &["controller"],
         help: "Watch events a controller dropped because they brought back exactly the state it wrote itself (same uid and resourceVersion), instead of reconciling again.",
+    },
+    Family {
+        name: "kubeward_cache_wait_seconds",
+        kind: Kind::Histogram,
+        labels: &["controller", "resource"],
+        help: "How long a reconcile's cached read waited for the informer to bring in the controller's own writes (reads that did not wait are not observed).",
+    },
+    Family {
+        name: "kubeward_cache_wait_timeouts_total",
+        kind: Kind::Counter,
+        labels: &["controller", "resource"],
+        help: "Cached reads that stopped waiting for the controller's own writes at the timeout and read the cache as it was.",
     },
     Family {
         name: "kubeward_sharder_shards",

@@ -227,10 +227,10 @@ fn fixed_point(world: &World) -> Result<(), String> {
 
 /// Writes with `api` until a write is not refused by a fault; a create whose answer was lost
 /// and so answers `AlreadyExists` when retried counts as done.
-pub(super) async fn until_written<F, Fut>(mut write: F)
+pub(super) async fn until_written<F, Fut, T>(mut write: F)
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = kube::Result<ConfigMap>>,
+    Fut: Future<Output = kube::Result<T>>,
 {
     loop {
         match write().await {

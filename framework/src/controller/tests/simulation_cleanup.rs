@@ -143,6 +143,11 @@ async fn until_deleted(api: &Api<ConfigMap>, name: &str) {
 }
 
 /// One run: the copier under the seed's faults while sources come and go, then the fixed point.
+///
+/// A planted bug runs without read-your-writes, as the book's table was measured: with fenced
+/// reads both are rarer (6 and 1 of seeds 0..150 fail, against 17 and 8 of 0..200 in the
+/// table), most likely because a reconcile no longer writes a finalizer on a stale object and
+/// fails with 409 Conflict.
 async fn cleaning(world: World, how: Cleaner) {
     crate::testing::seed_randomness(world.seed());
     world.fake().register::<ConfigMap>();
@@ -152,7 +157,8 @@ async fn cleaning(world: World, how: Cleaner) {
             reconciles: world.reconciles(),
         },
         FINALIZER,
-    );
+    )
+    .read_your_writes(how == Cleaner::Correct);
     let factory = Arc::new(Factory::new(world.client("operator")));
     let cluster = Cluster::new(Arc::clone(&factory));
     let bound = controller.bind(&cluster).expect("a valid controller");

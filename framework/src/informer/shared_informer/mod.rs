@@ -158,6 +158,13 @@ where
         }
     }
 
+    /// Stores `obj` as if its watch had brought it, without telling the handlers (for the
+    /// crate's tests of what reads the store).
+    #[cfg(test)]
+    pub(crate) fn apply_quietly(&self, obj: K) {
+        let _ = self.inner.fan_out.writer().apply(Arc::new(obj));
+    }
+
     /// The read-only cache (a lister with index queries).
     #[must_use]
     pub fn store(&self) -> Store<K> {

@@ -26,6 +26,7 @@ mod external;
 mod failure_loop;
 mod failures;
 mod per_change;
+mod read_your_writes;
 mod without_manager;
 
 /// Starts `manager` in the background; returns its shutdown token and task.

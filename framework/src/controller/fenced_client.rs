@@ -1,0 +1,205 @@
+//! Wraps a controller's client so that every write it makes leaves a mark for fenced reads.
+//!
+//! The answer to a create, update, patch or delete names the object's new resourceVersion (or,
+//! for a delete that removed it, its uid): the wrapper reads it from the response body, which
+//! it then hands on unchanged, and notes it in the controller's [`Fences`]. Reads and watches
+//! pass through untouched; a refused write leaves no mark.
+
+use std::sync::Arc;
+
+use http::{Method, Request, Response};
+use kube::Client;
+use kube::api::ObjectMeta;
+use kube::client::Body;
+use serde::Deserialize;
+
+use super::fences::Fences;
+use crate::cache::ObjectKey;
+
+/// `client`, whose writes are noted in `fences`.
+pub(crate) fn fenced(client: Client, fences: Arc<Fences>) -> Client {
+    let namespace = client.default_namespace().to_owned();
+    let service = tower::service_fn(move |request: Request<Body>| {
+        let (client, fences) = (client.clone(), Arc::clone(&fences));
+        async move {
+            let target = is_write(request.method())
+                .then(|| Target::of(request.uri().path(), request.method()))
+                .flatten();
+            let response = client.send(request).await?;
+            match target {
+                Some(target) if response.status().is_success() => {
+                    let (parts, body) = response.into_parts();
+                    let bytes = body.collect_bytes().await?;
+                    target.note(&fences, &bytes);
+                    Ok::<_, kube::Error>(Response::from_parts(parts, Body::from(bytes)))
+                }
+                _ => Ok(response),
+            }
+        }
+    });
+    Client::new(service, namespace)
+}
+
+fn is_write(method: &Method) -> bool {
+    [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
+}
+
+/// The resource, namespace and name a write request is for (the name from the answer, for a
+/// create).
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    /// `plural` or `plural.group`, as the context's reads name it.
+    resource: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    delete: bool,
+}
+
+/// The fields of a write's answer that say what it left: an object, or a delete's `Status`.
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    details: Option<Details>,
+}
+
+#[derive(Deserialize)]
+struct Details {
+    uid: Option<String>,
+}
+
+impl Target {
+    /// The target of a write to `path`; `None` for a collection delete or a subresource other
+    /// than `status` (an eviction, a token: their answers describe another object).
+    fn of(path: &str, method: &Method) -> Option<Self> {
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let (group, rest) = match segments.as_slice() {
+            ["api", _version, rest @ ..] => ("", rest),
+            ["apis", group, _version, rest @ ..] => (*group, rest),
+            _ => return None,
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", namespace, rest @ ..] if !rest.is_empty() => (Some(*namespace), rest),
+            _ => (None, rest),
+        };
+        let (plural, name) = match rest {
+            [plural] => (*plural, None),
+            [plural, name] | [plural, name, "status"] => (*plural, Some(*name)),
+            _ => return None,
+        };
+        let delete = method == Method::DELETE;
+        if delete && name.is_none() {
+            return None;
+        }
+        Some(Self {
+            resource: if group.is_empty() {
+                plural.to_owned()
+            } else {
+                format!("{plural}.{group}")
+            },
+            namespace: namespace.map(str::to_owned),
+            name: name.map(str::to_owned),
+            delete,
+        })
+    }
+
+    /// Notes in `fences` what the write answered with `body` left.
+    fn note(self, fences: &Fences, body: &[u8]) {
+        let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
+            return;
+        };
+        let meta = &answer.metadata;
+        let still_there = meta.deletion_timestamp.is_some()
+            && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty());
+        if !self.delete || still_there {
+            fences.wrote(&self.resource, meta);
+            return;
+        }
+        let uid = if answer.kind == "Status" {
+            answer.details.and_then(|d| d.uid)
+        } else {
+            meta.uid.clone()
+        };
+        let name = self.name.or_else(|| meta.name.clone()).unwrap_or_default();
+        if let Some(uid) = uid {
+            let key = ObjectKey::new(self.namespace.as_deref(), &name);
+            fences.deleted(&self.resource, key, &uid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(resource: &str, namespace: Option<&str>, name: Option<&str>) -> Target {
+        Target {
+            resource: resource.into(),
+            namespace: namespace.map(Into::into),
+            name: name.map(Into::into),
+            delete: false,
+        }
+    }
+
+    #[test]
+    fn a_write_path_names_its_resource_namespace_and_object() {
+        assert_eq!(
+            Target::of("/api/v1/namespaces/ns/configmaps", &Method::POST),
+            Some(target("configmaps", Some("ns"), None))
+        );
+        assert_eq!(
+            Target::of(
+                "/apis/apps/v1/namespaces/ns/deployments/web/status",
+                &Method::PATCH
+            ),
+            Some(target("deployments.apps", Some("ns"), Some("web")))
+        );
+        assert_eq!(
+            Target::of("/api/v1/namespaces/ns", &Method::PUT),
+            Some(target("namespaces", None, Some("ns")))
+        );
+        assert_eq!(
+            Target::of("/apis/example.com/v1/widgets/w", &Method::PUT),
+            Some(target("widgets.example.com", None, Some("w")))
+        );
+    }
+
+    #[test]
+    fn subresources_other_than_status_and_collection_deletes_leave_no_mark() {
+        let eviction = "/api/v1/namespaces/ns/pods/p/eviction";
+        assert_eq!(Target::of(eviction, &Method::POST), None);
+        assert_eq!(
+            Target::of("/api/v1/namespaces/ns/pods", &Method::DELETE),
+            None
+        );
+    }
+
+    #[test]
+    fn a_delete_that_removed_the_object_marks_its_uid_and_one_held_by_finalizers_its_version() {
+        let fences = Fences::default();
+        let gone = Target::of("/api/v1/namespaces/ns/configmaps/a", &Method::DELETE);
+        let status = br#"{"kind":"Status","details":{"name":"a","uid":"u1"}}"#;
+        gone.unwrap().note(&fences, status);
+        let key = ObjectKey::new(Some("ns"), "a");
+        assert_eq!(
+            fences.of_object("configmaps", &key),
+            [crate::cache::Fence::Gone {
+                key: key.clone(),
+                uid: "u1".into()
+            }]
+        );
+        let held = Target::of("/api/v1/namespaces/ns/configmaps/a", &Method::DELETE);
+        let object = br#"{"kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u2",
+            "resourceVersion":"7","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["x"]}}"#;
+        held.unwrap().note(&fences, object);
+        assert_eq!(
+            fences.of_object("configmaps", &key),
+            [crate::cache::Fence::Version {
+                key,
+                version: "7".into()
+            }]
+        );
+    }
+}
