@@ -3,24 +3,34 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use hyper::service::Service;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{Closed, Limits};
 
+/// The shortest wait of [`Activity::expired`] on a busy connection, so that zero timeouts do not spin.
+const MIN_RECHECK: Duration = Duration::from_millis(1);
+
 /// The requests in flight on one connection, and since when it has had none; cheap to clone.
+///
+/// Starting and ending a request touches two atomics and wakes nothing: [`Activity::expired`]
+/// sleeps until the earliest moment the connection could expire and looks again then, so a
+/// request costs no timer and no extra poll of the connection.
 #[derive(Clone, Debug)]
 pub(crate) struct Activity {
-    state: Arc<watch::Sender<State>>,
+    state: Arc<State>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct State {
-    in_flight: usize,
-    idle_since: Instant,
-    answered: bool,
+    /// When the handshake finished: the origin of `last_answer`.
+    start: Instant,
+    in_flight: AtomicUsize,
+    /// Nanoseconds from `start` to the end of the last request, plus one; 0 before any.
+    last_answer: AtomicU64,
 }
 
 /// A request in flight; dropping it (answered or cancelled) ends it.
@@ -31,17 +41,17 @@ impl Activity {
     /// A connection that has just finished its handshake.
     pub(crate) fn new() -> Self {
         Self {
-            state: Arc::new(watch::Sender::new(State {
-                in_flight: 0,
-                idle_since: Instant::now(),
-                answered: false,
-            })),
+            state: Arc::new(State {
+                start: Instant::now(),
+                in_flight: AtomicUsize::new(0),
+                last_answer: AtomicU64::new(0),
+            }),
         }
     }
 
     /// Starts a request.
     pub(crate) fn begin(&self) -> InFlight {
-        self.state.send_modify(|s| s.in_flight += 1);
+        self.state.in_flight.fetch_add(1, Ordering::SeqCst);
         InFlight(self.clone())
     }
 
@@ -51,36 +61,53 @@ impl Activity {
     /// # Cancel safety
     /// Cancel safe: it only reads the state.
     pub(crate) async fn expired(&self, limits: &Limits) -> Closed {
-        let mut state = self.state.subscribe();
+        let shortest = limits
+            .read_header_timeout
+            .min(limits.idle_timeout)
+            .max(MIN_RECHECK);
         loop {
-            let now = *state.borrow_and_update();
-            if now.in_flight > 0 {
-                // The sender lives as long as `self`, so `changed` cannot fail here.
-                let _ = state.changed().await;
-                continue;
-            }
-            let (timeout, reason) = if now.answered {
-                (limits.idle_timeout, Closed::IdleTimeout)
+            let now = Instant::now();
+            let wake = if self.state.in_flight.load(Ordering::SeqCst) > 0 {
+                // It cannot expire sooner than a timeout after its current requests end.
+                now + shortest
             } else {
-                (limits.read_header_timeout, Closed::ReadHeaderTimeout)
+                let (idle_since, timeout, reason) = match self.state.last_answer() {
+                    Some(end) => (end, limits.idle_timeout, Closed::IdleTimeout),
+                    None => (
+                        self.state.start,
+                        limits.read_header_timeout,
+                        Closed::ReadHeaderTimeout,
+                    ),
+                };
+                let deadline = idle_since + timeout;
+                if deadline <= now {
+                    return reason;
+                }
+                deadline
             };
-            tokio::select! {
-                () = tokio::time::sleep_until(now.idle_since + timeout) => return reason,
-                _ = state.changed() => {}
-            }
+            tokio::time::sleep_until(wake).await;
+        }
+    }
+}
+
+impl State {
+    /// When the last request ended, if one has.
+    fn last_answer(&self) -> Option<Instant> {
+        match self.last_answer.load(Ordering::SeqCst) {
+            0 => None,
+            nanos => Some(self.start + Duration::from_nanos(nanos - 1)),
         }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.state.send_modify(|s| {
-            s.in_flight -= 1;
-            s.answered = true;
-            if s.in_flight == 0 {
-                s.idle_since = Instant::now();
-            }
-        });
+        let state = &self.0.state;
+        let since_start = u64::try_from(state.start.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        state
+            .last_answer
+            .fetch_max(since_start.saturating_add(1), Ordering::SeqCst);
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -164,21 +164,27 @@ fn answer<K: Admissible>(
 }
 
 /// `review` as a JSON response, with `patch` base64-encoded in `response.patch`.
+///
+/// Without a patch the review is written straight to bytes; only a patch goes through a JSON
+/// tree, to put it where kube's type cannot (base64, with its `patchType`).
 fn encode(
     status: StatusCode,
     review: &AdmissionReview<kube::core::DynamicObject>,
     patch: Option<json_patch::Patch>,
 ) -> Response<Bytes> {
-    let encoded = serde_json::to_value(review).and_then(|mut review| {
-        if let (Some(patch), Some(response)) = (patch, review.get_mut("response")) {
-            let bytes = serde_json::to_vec(&patch)?;
-            response["patch"] = base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .into();
-            response["patchType"] = "JSONPatch".into();
-        }
-        serde_json::to_vec(&review)
-    });
+    let encoded = match patch {
+        None => serde_json::to_vec(review),
+        Some(patch) => serde_json::to_value(review).and_then(|mut review| {
+            if let Some(response) = review.get_mut("response") {
+                let bytes = serde_json::to_vec(&patch)?;
+                response["patch"] = base64::engine::general_purpose::STANDARD
+                    .encode(bytes)
+                    .into();
+                response["patchType"] = "JSONPatch".into();
+            }
+            serde_json::to_vec(&review)
+        }),
+    };
     match encoded {
         Ok(body) => super::route::json(status, body),
         Err(e) => super::route::json(

@@ -91,8 +91,10 @@ impl Server {
         if let Some(metrics) = metrics {
             router.instrument(metrics);
         }
+        // One reference count per request, not a clone of each route table and metric family.
+        let router = Arc::new(router);
         let service = service_fn(move |request: Request<Incoming>| {
-            let router = router.clone();
+            let router = Arc::clone(&router);
             async move { Ok::<_, Infallible>(router.answer(request).await) }
         });
         let config = tls::server_config(self.certificate, self.limits.http2);
