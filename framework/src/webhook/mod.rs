@@ -32,6 +32,7 @@ use std::net::SocketAddr;
 
 pub use self::admission::{Admission, FailurePolicy};
 pub use self::config::{Config, DEFAULT_CERT_DIR, DEFAULT_PORT};
+#[cfg(feature = "cli")]
 pub(crate) use self::configurations::configurations;
 pub use self::defaulter::Defaulter;
 pub(crate) use self::endpoint::Endpoint;
