@@ -6,6 +6,7 @@
 //! equality: then a cache is not known to lag, and a fenced read does not wait for it.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// How `a` compares to `b`: numerically when both parse as integers, `Equal` for equal strings,
 /// `None` when the order cannot be told.
@@ -34,6 +35,45 @@ pub(crate) fn newer<'a>(a: &'a str, b: &'a str) -> &'a str {
     }
 }
 
+/// The newest resourceVersion per namespace (`None`: cluster-scoped objects), looked up without
+/// allocating: a namespace is never empty, so the empty key stands for `None`.
+#[derive(Debug, Default)]
+pub(crate) struct NewestPerNamespace(HashMap<String, String>);
+
+impl NewestPerNamespace {
+    /// Keeps `version` for `namespace` unless the one kept there is known to be newer.
+    pub(crate) fn note(&mut self, namespace: Option<&str>, version: &str) {
+        let key = namespace.unwrap_or_default();
+        match self.0.get_mut(key) {
+            Some(newest) => {
+                if newer(newest, version) == version {
+                    version.clone_into(newest);
+                }
+            }
+            None => {
+                self.0.insert(key.to_owned(), version.to_owned());
+            }
+        }
+    }
+
+    /// The newest version kept for `namespace`.
+    pub(crate) fn get(&self, namespace: Option<&str>) -> Option<&str> {
+        self.0
+            .get(namespace.unwrap_or_default())
+            .map(String::as_str)
+    }
+
+    /// Every namespace (`None`: cluster-scoped objects) with its newest version.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Option<&str>, &str)> {
+        self.0.iter().map(|(namespace, version)| {
+            (
+                (!namespace.is_empty()).then_some(namespace.as_str()),
+                version.as_str(),
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +96,20 @@ mod tests {
             "an unordered store would wait forever"
         );
         assert!(has_passed("12", "abc"));
+    }
+
+    #[test]
+    fn the_newest_per_namespace_is_kept_apart_for_cluster_scoped_objects() {
+        let mut newest = NewestPerNamespace::default();
+        newest.note(Some("ns"), "9");
+        newest.note(Some("ns"), "10");
+        newest.note(Some("ns"), "8");
+        newest.note(None, "3");
+        assert_eq!(newest.get(Some("ns")), Some("10"));
+        assert_eq!(newest.get(None), Some("3"));
+        assert_eq!(newest.get(Some("other")), None);
+        let mut all: Vec<_> = newest.iter().collect();
+        all.sort_unstable();
+        assert_eq!(all, [(None, "3"), (Some("ns"), "10")]);
     }
 }

@@ -14,7 +14,7 @@ use super::compact::{Compact, Decode};
 use super::fence::{Fence, Waited};
 use super::index::Index;
 use super::key::{KeyMap, KeyRef, KeySet};
-use super::resource_version;
+use super::resource_version::{self, NewestPerNamespace};
 use super::slot::Slot;
 use super::{Change, Deleted, Error, NAMESPACE_INDEX, ObjectKey, Result};
 
@@ -70,7 +70,7 @@ fn with_compact<K: Resource + 'static>(compact: Option<Compact<K>>) -> (Store<K>
         objects: KeyMap::default(),
         indexes,
         compact,
-        newest: HashMap::new(),
+        newest: NewestPerNamespace::default(),
         changes: watch::Sender::new(0),
     }));
     (
@@ -109,7 +109,7 @@ pub struct Relist<'a, K> {
     namespace: Option<String>,
     /// The newest resourceVersion listed per namespace: a list's pages come in no order of
     /// version, so the store has passed them only once the relist is finished.
-    newest: HashMap<Option<String>, String>,
+    newest: NewestPerNamespace,
 }
 
 struct Inner<K> {
@@ -120,7 +120,7 @@ struct Inner<K> {
     compact: Option<Compact<K>>,
     /// The newest resourceVersion the store has applied, per namespace (`None`: cluster-scoped
     /// objects): one watch brings a namespace's changes in order, so every change up to it is in.
-    newest: HashMap<Option<String>, String>,
+    newest: NewestPerNamespace,
     /// Bumped after every change while someone waits for one (see [`Store::wait_for`]).
     changes: watch::Sender<u64>,
 }
@@ -273,14 +273,14 @@ impl<K> Store<K> {
     #[must_use]
     pub fn newest_resource_version(&self, namespace: Option<&str>) -> Option<String> {
         let inner = self.inner.read();
-        inner.newest.get(&namespace.map(str::to_owned)).cloned()
+        inner.newest.get(namespace).map(str::to_owned)
     }
 
     /// The newest resourceVersion the store has applied in any namespace (in integer order).
     pub(crate) fn newest_overall(&self) -> Option<String> {
         let inner = self.inner.read();
         let mut newest: Option<&str> = None;
-        for version in inner.newest.values() {
+        for (_, version) in inner.newest.iter() {
             newest = Some(newest.map_or(version, |n| resource_version::newer(n, version)));
         }
         newest.map(str::to_owned)
@@ -291,14 +291,14 @@ impl<K: Resource> Store<K> {
     /// Whether the store has passed `fence`.
     pub(crate) fn passed(&self, fence: &Fence) -> bool {
         let inner = self.inner.read();
-        let newest = |namespace: Option<&str>| inner.newest.get(&namespace.map(str::to_owned));
+        let newest = |namespace: Option<&str>| inner.newest.get(namespace);
         match fence {
             Fence::Version { key, version } => {
                 let cached = inner.objects.get(key).and_then(Slot::resource_version);
                 let passed = |have: Option<&str>| {
                     have.is_some_and(|have| resource_version::has_passed(have, version))
                 };
-                passed(cached) || passed(newest(key.namespace()).map(String::as_str))
+                passed(cached) || passed(newest(key.namespace()))
             }
             Fence::Gone { key, uid } => inner.objects.get(key).is_none_or(|slot| {
                 let obj = inner.resolve(key, slot, false);
@@ -425,7 +425,7 @@ impl<K: Resource> Writer<K> {
             writer: self,
             seen: (!empty).then(KeySet::default),
             namespace: None,
-            newest: HashMap::new(),
+            newest: NewestPerNamespace::default(),
         }
     }
 
@@ -442,7 +442,7 @@ impl<K: Resource> Writer<K> {
             writer: self,
             seen: (!empty).then(KeySet::default),
             namespace: Some(namespace.to_owned()),
-            newest: HashMap::new(),
+            newest: NewestPerNamespace::default(),
         }
     }
 
@@ -537,10 +537,7 @@ impl<K: Resource> Relist<'_, K> {
         let Some(version) = meta.resource_version.as_deref() else {
             return;
         };
-        let newest = self.newest.entry(meta.namespace.clone()).or_default();
-        if newest.is_empty() || resource_version::newer(newest, version) == version {
-            version.clone_into(newest);
-        }
+        self.newest.note(meta.namespace.as_deref(), version);
     }
 
     /// Removes every cached object the relist did not see; each is a deletion whose final
@@ -548,8 +545,8 @@ impl<K: Resource> Relist<'_, K> {
     #[must_use]
     pub fn finish(self) -> Vec<Change<K>> {
         let mut inner = self.writer.inner.write();
-        for (namespace, version) in &self.newest {
-            inner.advance(namespace.as_deref(), Some(version));
+        for (namespace, version) in self.newest.iter() {
+            inner.advance(namespace, Some(version));
         }
         inner.notify();
         let Some(seen) = self.seen else {
@@ -586,17 +583,7 @@ impl<K> Inner<K> {
         let Some(version) = version else {
             return;
         };
-        match self.newest.get_mut(&namespace.map(str::to_owned)) {
-            Some(newest) => {
-                if resource_version::newer(newest, version) == version {
-                    version.clone_into(newest);
-                }
-            }
-            None => {
-                self.newest
-                    .insert(namespace.map(str::to_owned), version.to_owned());
-            }
-        }
+        self.newest.note(namespace, version);
     }
 
     /// Wakes whoever waits for a change (see [`Store::wait_for`]); nothing when nobody waits.
