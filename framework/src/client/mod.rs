@@ -1,5 +1,6 @@
-//! Builds the manager's client: kube's stack over HTTP/2 with health checks, its requests counted.
+//! The manager's client: kube's stack over HTTP/2, health-checked, each request counted and spanned.
 
+mod request_span;
 mod transport;
 
 pub(crate) use self::transport::HealthChecks;
@@ -23,3 +24,6 @@ pub(crate) fn build_client(
     let builder = transport::builder(config, checks)?;
     Ok(builder.with_layer(&metrics.client_layer(&host)).build())
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,8 @@ use kube::client::{Body, ClientBuilder, ConfigExt as _, DynBody};
 use tower::util::BoxService;
 use tower::{BoxError, ServiceBuilder, ServiceExt as _};
 
+use super::request_span::RequestSpanLayer;
+
 /// How the manager's client notices a connection that died without a word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HealthChecks {
@@ -49,8 +51,8 @@ pub(crate) type Service = BoxService<Request<Body>, Response<Box<DynBody>>, BoxE
 /// (HTTP/1.1, no pings) for a `config` with a proxy or an exec credential plugin, which only
 /// kube's builder supports fully.
 ///
-/// Unlike kube's builder, it makes no tracing span per request (nor does it compress: this
-/// workspace builds kube without gzip).
+/// Like kube's builder, it makes a `debug` span and line per request ([`RequestSpanLayer`]);
+/// unlike it, it does not compress (this workspace builds kube without gzip).
 ///
 /// # Errors
 /// What kube's builder reports for `config`: a TLS setting that does not load, say.
@@ -102,6 +104,7 @@ pub(crate) fn builder(
         .default_retry
         .then(|| tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry()));
     let service = ServiceBuilder::new()
+        .layer(RequestSpanLayer)
         .layer(config.base_uri_layer())
         .option_layer(retry)
         .option_layer(config.auth_layer()?)
