@@ -133,6 +133,17 @@ impl Connectivity {
         matches!(*self.state.lock(), State::Unreachable { .. })
     }
 
+    /// Completes once a request reached the server since the last that could not (at once if
+    /// none failed since): an informer waiting out its backoff after an outage retries then, not
+    /// when its own backoff ends, so that every informer is current again as soon as the server
+    /// is back.
+    pub(crate) fn reachable_again(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut reachable = self.reachable.subscribe();
+        async move {
+            let _ = reachable.wait_for(|reachable| *reachable).await;
+        }
+    }
+
     /// Completes once the server is reachable again (at once if it is), counting the caller
     /// among the reconciles that wait for it until then.
     pub(crate) fn until_reachable(&self) -> impl Future<Output = ()> + Send + 'static {

@@ -167,7 +167,9 @@ where
 
     /// Reports a failed list or watch, then waits for the next backoff step. A server that
     /// cannot be reached is reported through the shared [`Connectivity`](super::connectivity)
-    /// (once per outage, not once per request); any other failure (such as 403) here.
+    /// (once per outage, not once per request), and within an outage that began before this
+    /// failure, the wait ends early when another informer or the leader elector reaches the server
+    /// again; any other failure (such as 403) is logged here.
     async fn retry_after(
         &self,
         request: &'static str,
@@ -176,11 +178,18 @@ where
     ) {
         let delay = next_delay(delays);
         if connectivity::is_unreachable(err) {
-            self.config.connectivity.failed(
-                &self.request.url_path,
-                &crate::error::chain(err),
-                delay,
-            );
+            let connectivity = &self.config.connectivity;
+            // Only within an outage others saw too: a request that alone fails (one resource
+            // answering 503) keeps its backoff, however often the rest get through.
+            let shared_outage = connectivity.is_unreachable();
+            connectivity.failed(&self.request.url_path, &crate::error::chain(err), delay);
+            if shared_outage {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = connectivity.reachable_again() => {}
+                }
+                return;
+            }
         } else if let Some(fix) = super::not_served::hint(err) {
             let error = crate::error::chain(err);
             tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed: {fix}; retrying");

@@ -3,6 +3,7 @@
 mod backlog;
 mod cooperation;
 mod namespaces;
+mod outage;
 mod pagination;
 mod relist;
 mod streaming;
