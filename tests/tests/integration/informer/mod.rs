@@ -17,6 +17,7 @@ use kubeward_tests::event_about_a_config_map;
 mod backlog;
 mod cached;
 mod crd;
+mod outage;
 mod streaming;
 mod strict;
 
