@@ -190,4 +190,10 @@ impl<K: Cacheable> Bound<K> {
     pub fn has_synced(&self) -> bool {
         self.wiring.informer.has_synced()
     }
+
+    /// Whether the API server answered the last list or watch of the controller's kind with
+    /// 404: it does not serve it (its CRD is not installed), and the controller waits for it.
+    pub(crate) fn waits_for_its_kind(&self) -> bool {
+        self.wiring.informer.stats().not_served()
+    }
 }

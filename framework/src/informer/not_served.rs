@@ -1,5 +1,12 @@
 //! Says what a 404 on an informer's list or watch means: the API server does not serve the kind.
 
+use std::time::Duration;
+
+/// How often an informer whose resource is not served lists again: often enough that a CRD
+/// installed after the operator started is noticed within moments, seldom enough to cost
+/// the server nothing (one 404).
+pub(super) const CHECK_EVERY: Duration = Duration::from_secs(2);
+
 /// How to fix a list or watch the API server answered 404 Not Found: the kind's resource is not
 /// served, most often a custom resource whose CRD is not installed (yet, or any more). A list of
 /// a served kind in a namespace that does not exist is empty, not 404, so no other cause is

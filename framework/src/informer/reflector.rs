@@ -116,6 +116,7 @@ where
                 None => match self.list().await {
                     Ok(version) => {
                         self.config.connectivity.reachable();
+                        self.served();
                         self.watch(version).await
                     }
                     Err(err) => {
@@ -165,6 +166,22 @@ where
         }
     }
 
+    /// Records that the server answered a list or watch, with one line if it had not served
+    /// the resource before.
+    fn served(&self) {
+        if self
+            .progress
+            .stats()
+            .not_served
+            .swap(false, Ordering::Relaxed)
+        {
+            tracing::info!(
+                url = self.request.url_path,
+                "the API server serves the resource again"
+            );
+        }
+    }
+
     /// Reports a failed list or watch, then waits for the next backoff step. A server that
     /// cannot be reached is reported through the shared [`Connectivity`](super::connectivity)
     /// (once per outage, not once per request), and within an outage that began before this
@@ -191,8 +208,16 @@ where
                 return;
             }
         } else if let Some(fix) = super::not_served::hint(err) {
-            let error = crate::error::chain(err);
-            tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed: {fix}; retrying");
+            // One line when the resource stops being served, however long that lasts, and a
+            // check at a steady pace, so that a CRD installed later is noticed within moments.
+            let delay = delay.min(super::not_served::CHECK_EVERY);
+            let stats = self.progress.stats();
+            if !stats.not_served.swap(true, Ordering::Relaxed) {
+                let error = crate::error::chain(err);
+                tracing::warn!(url = self.request.url_path, %error, check_every = ?delay, "{request} failed: {fix}; waiting for it");
+            }
+            tokio::time::sleep(delay).await;
+            return;
         } else {
             let error = crate::error::chain(err);
             tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");
@@ -361,6 +386,7 @@ where
         let mut lines = match opened.await {
             Ok(Ok(lines)) => {
                 config.connectivity.reachable();
+                self.served();
                 lines
             }
             Ok(Err(err)) if streaming && refuses_streaming(&err) => {

@@ -1,6 +1,6 @@
 //! Counters of what an informer's reflector did, for metrics and tests.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Counts of list pages, watch requests, relists (paginated or streamed) and objects that could not be decoded.
 #[derive(Debug, Default)]
@@ -12,6 +12,8 @@ pub struct Stats {
     pub(crate) decode_failures: AtomicU64,
     /// Unix time in milliseconds of the last complete list; 0 before the first.
     pub(crate) last_sync_millis: AtomicU64,
+    /// Whether the last list or watch was answered 404: the server does not serve the resource.
+    pub(crate) not_served: AtomicBool,
 }
 
 impl Stats {
@@ -50,6 +52,14 @@ impl Stats {
     pub fn last_sync_time(&self) -> Option<f64> {
         let millis = self.last_sync_millis.load(Ordering::Relaxed);
         (millis > 0).then(|| millis as f64 / 1000.0)
+    }
+
+    /// Whether the API server answered the last list or watch with 404 Not Found: it does not
+    /// serve the resource (for a custom resource, its CRD is not installed, or no longer), and
+    /// the informer checks every 2 s until it does.
+    #[must_use]
+    pub fn not_served(&self) -> bool {
+        self.not_served.load(Ordering::Relaxed)
     }
 
     /// Records that a complete list was applied to the store now.

@@ -54,13 +54,15 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
 
 impl Manager {
     /// Adds `/readyz` check `NAME-cache`: ready once the cache of the controller's kind holds
-    /// its first complete list.
+    /// its first complete list, and not while the API server does not serve that kind.
     pub(super) fn add_cache_readiness<K: Cacheable>(&self, bound: &Bound<K>) {
         let readiness = bound.clone();
         self.add_readiness_check(
             format!("{}-cache", bound.name()),
             Arc::new(move || {
-                if readiness.has_synced() {
+                if readiness.waits_for_its_kind() {
+                    Err("the API server does not serve its kind: waiting for its CRD".into())
+                } else if readiness.has_synced() {
                     Ok(())
                 } else {
                     Err("cache not synced yet".into())

@@ -1,6 +1,7 @@
 //! The Manager on the real control plane: leader election gates work, and a lost Lease ends the
 //! run or puts the replica on standby.
 
+mod missing_crd;
 mod standby;
 
 use std::sync::Arc;
