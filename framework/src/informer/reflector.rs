@@ -201,7 +201,9 @@ where
             let shared_outage = connectivity.is_unreachable();
             connectivity.failed(&self.request.url_path, &crate::error::chain(err), delay);
             if shared_outage {
+                // Biased: either way it retries, and a simulation's order stays the seed's.
                 tokio::select! {
+                    biased;
                     () = tokio::time::sleep(delay) => {}
                     () = connectivity.reachable_again() => {}
                 }

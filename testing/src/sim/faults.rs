@@ -15,6 +15,8 @@ pub struct Faults {
     delivery_delay: Duration,
     watch_break_rate: f64,
     watch_life: Duration,
+    outage_rate: f64,
+    outage_length: Duration,
 }
 
 impl Default for Faults {
@@ -27,6 +29,8 @@ impl Default for Faults {
             delivery_delay: Duration::from_millis(500),
             watch_break_rate: 0.3,
             watch_life: Duration::from_secs(30),
+            outage_rate: 0.0,
+            outage_length: Duration::ZERO,
         }
     }
 }
@@ -40,6 +44,8 @@ impl Faults {
             delivery_delay: Duration::ZERO,
             watch_break_rate: 0.0,
             watch_life: Duration::ZERO,
+            outage_rate: 0.0,
+            outage_length: Duration::ZERO,
         }
     }
 
@@ -70,6 +76,24 @@ impl Faults {
         self.watch_break_rate = rate.clamp(0.0, 1.0);
         self.watch_life = within;
         self
+    }
+
+    /// The share of requests (0 to 1) that begin an outage, as an API server that restarts: for
+    /// a time drawn up to `length`, every request is refused (its connection reset) and every
+    /// open watch ends as a dropped connection does. None by default; none after
+    /// [`World::stop_faults`](super::World::stop_faults).
+    pub fn outages(mut self, rate: f64, length: Duration) -> Self {
+        self.outage_rate = rate.clamp(0.0, 1.0);
+        self.outage_length = length;
+        self
+    }
+
+    /// Whether a request (while faults go on, and no outage is on) begins an outage, and how
+    /// long it lasts; draws nothing from `rng` when outages are off, so that runs without them
+    /// keep their logs.
+    pub(crate) fn outage(&self, rng: &mut Xoshiro256PlusPlus) -> Option<Duration> {
+        (self.outage_rate > 0.0 && rng.random_bool(self.outage_rate))
+            .then(|| draw(rng, self.outage_length))
     }
 
     /// What happens to one request, drawn from `rng`; `faulting` is false once faults stopped.

@@ -45,6 +45,8 @@ pub(crate) struct Body {
 #[derive(Debug)]
 struct Delivery {
     shared: Arc<Shared>,
+    /// Completes when an outage begins, which ends the watch.
+    outage: NextOutage,
     /// `client watch#n`, for the log.
     label: String,
     max_delay: Duration,
@@ -218,13 +220,24 @@ fn failed(injected: Injected) -> Response<Body> {
     response
 }
 
+/// Completes when the next outage begins.
+struct NextOutage(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl std::fmt::Debug for NextOutage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NextOutage")
+    }
+}
+
 impl Delivery {
     fn new(shared: Arc<Shared>, label: String, plan: WatchPlan) -> Self {
+        let outage = NextOutage(Box::pin(shared.next_outage()));
         let end = plan
             .end
             .map(|(after, how)| (Box::pin(tokio::time::sleep(after)), how));
         Self {
             shared,
+            outage,
             label,
             max_delay: plan.max_delay,
             held: None,
@@ -250,6 +263,12 @@ impl Delivery {
     /// passed.
     fn poll(&mut self, inner: Pin<&mut ResponseBody>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         if self.ended {
+            return Poll::Ready(None);
+        }
+        if self.outage.0.as_mut().poll(cx).is_ready() {
+            self.ended = true;
+            self.shared
+                .log(format_args!("{} broken: outage", self.label));
             return Poll::Ready(None);
         }
         if let Some((sleep, how)) = &mut self.end

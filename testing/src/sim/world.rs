@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt as _, SeedableRng as _};
+use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 
-use super::faults::{self, Faults, Plan, Request};
+use super::faults::{self, Faults, Injected, Plan, Request};
 use super::network::Network;
 use super::oracle::Reconciles;
 use crate::FakeApiServer;
@@ -37,6 +38,10 @@ pub(crate) struct Shared {
     requests: AtomicU64,
     watches: AtomicU64,
     violations: Mutex<Vec<String>>,
+    /// When the outage on now ends, if one is on.
+    outage_ends: Mutex<Option<Instant>>,
+    /// Counts the outages begun, for open watches to end at the next.
+    outages: watch::Sender<u64>,
 }
 
 impl World {
@@ -54,6 +59,8 @@ impl World {
                 requests: AtomicU64::new(0),
                 watches: AtomicU64::new(0),
                 violations: Mutex::new(Vec::new()),
+                outage_ends: Mutex::new(None),
+                outages: watch::Sender::new(0),
             }),
         }
     }
@@ -192,11 +199,44 @@ impl Shared {
     pub(crate) fn plan(&self, request: Request) -> (u64, Plan) {
         let id = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
         let faulting = self.faulting.load(Ordering::SeqCst);
+        if faulting && self.in_outage() {
+            let refused = Plan {
+                latency: Duration::ZERO,
+                failure: Some(Injected::Reset),
+                watch: None,
+            };
+            return (id, refused);
+        }
         let plan = self.faults.plan(&mut self.rng.lock(), request, faulting);
         (id, plan)
     }
 
     /// The next watch's number.
+    /// Whether an outage is on now, beginning one as the seed decides.
+    fn in_outage(&self) -> bool {
+        let now = Instant::now();
+        let mut ends = self.outage_ends.lock();
+        if ends.is_some_and(|end| now < end) {
+            return true;
+        }
+        let Some(length) = self.faults.outage(&mut self.rng.lock()) else {
+            return false;
+        };
+        *ends = Some(now + length);
+        drop(ends);
+        self.log(format_args!("outage begins, for {} ms", length.as_millis()));
+        self.outages.send_modify(|begun| *begun += 1);
+        true
+    }
+
+    /// Completes when the next outage begins.
+    pub(crate) fn next_outage(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut outages = self.outages.subscribe();
+        async move {
+            let _ = outages.changed().await;
+        }
+    }
+
     pub(crate) fn next_watch(&self) -> u64 {
         self.watches.fetch_add(1, Ordering::SeqCst) + 1
     }

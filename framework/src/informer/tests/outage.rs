@@ -71,3 +71,107 @@ async fn an_informer_in_backoff_retries_once_another_reaches_the_server() -> any
     assert!(!factory.connectivity().is_unreachable());
     Ok(())
 }
+
+/// Seeded outages: after the last, every informer of a factory is current within moments of the
+/// server's return, not when its own backoff ends.
+mod simulated {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::Api;
+    use kube::api::ObjectMeta;
+
+    use crate::cache::ObjectKey;
+    use crate::informer::Factory;
+    use crate::testing::sim::{Faults, Simulation, World};
+
+    /// How long after the faults stop the first cache must hold what changed since: an
+    /// informer's longest backoff, jitter included.
+    const CAUGHT_UP_WITHIN: Duration = Duration::from_secs(40);
+    /// How long after the first the other cache must: moments, not its own backoff.
+    const TOGETHER_WITHIN: Duration = Duration::from_secs(1);
+
+    fn secret(name: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("demo".into()),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        }
+    }
+
+    /// When `cached` first said yes, checked every 10 ms, or `None` after [`CAUGHT_UP_WITHIN`].
+    async fn cached_at(cached: impl Fn() -> bool) -> Option<tokio::time::Instant> {
+        let deadline = tokio::time::Instant::now() + CAUGHT_UP_WITHIN;
+        while !cached() {
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Some(tokio::time::Instant::now())
+    }
+
+    async fn outages_then_a_change(world: World) {
+        let fake = world.fake();
+        fake.register::<ConfigMap>();
+        fake.register::<Secret>();
+        let factory = Arc::new(Factory::new(world.client("operator")));
+        let maps = factory.informer(Api::<ConfigMap>::all(world.client("operator")));
+        let secrets = factory.informer(Api::<Secret>::all(world.client("operator")));
+        factory.start().expect("the factory starts once");
+        let admin = world.client("admin");
+        // Writes through the outages (some refused), for the informers to catch up with.
+        for n in 0..40 {
+            tokio::time::sleep(Duration::from_secs(world.random(1..5))).await;
+            let name = format!("during-{n}");
+            let maps: Api<ConfigMap> = Api::namespaced(admin.clone(), "demo");
+            let _ = maps
+                .create(
+                    &kube::api::PostParams::default(),
+                    &super::config_map("demo", &name),
+                )
+                .await;
+        }
+        world.stop_faults();
+        fake.seed(&super::config_map("demo", "after"))
+            .expect("a ConfigMap seeds");
+        fake.seed(&secret("after")).expect("a Secret seeds");
+        let key = ObjectKey::new(Some("demo"), "after");
+        let (maps, secrets) = (maps.store(), secrets.store());
+        let (map_at, secret_at) = tokio::join!(
+            cached_at(|| maps.get(&key).is_some()),
+            cached_at(|| secrets.get(&key).is_some()),
+        );
+        match (map_at, secret_at) {
+            (Some(a), Some(b)) if a.max(b) - a.min(b) > TOGETHER_WITHIN => {
+                world.violation(format!(
+                    "one cache caught up {:?} after the other",
+                    a.max(b) - a.min(b)
+                ));
+            }
+            (Some(_), Some(_)) => world.note("both caches caught up together"),
+            _ => world.violation(format!(
+                "a cache not current {CAUGHT_UP_WITHIN:?} after the outages"
+            )),
+        }
+        factory.shutdown().await;
+    }
+
+    #[test]
+    fn after_seeded_outages_every_informer_is_current_within_moments() {
+        let faults = Faults::none().outages(0.05, Duration::from_secs(40));
+        let runs = Simulation::new()
+            .faults(faults)
+            .seeds(0..20)
+            .check(outages_then_a_change);
+        let outages = runs
+            .iter()
+            .map(|run| run.log().matches("outage begins").count())
+            .sum::<usize>();
+        assert!(outages >= 20, "the seeds made outages: {outages}");
+    }
+}
