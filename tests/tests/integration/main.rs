@@ -9,6 +9,7 @@ mod derive;
 mod events;
 mod fake;
 mod fixtures;
+mod garbage;
 mod generator;
 mod informer;
 mod kubectl;
