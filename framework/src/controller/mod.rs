@@ -55,7 +55,7 @@ mod intake;
 mod invalid;
 mod kind;
 mod own_writes;
-mod pause;
+pub(crate) mod pause;
 mod predicate;
 mod reads;
 mod reconcile_id;

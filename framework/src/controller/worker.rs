@@ -90,10 +90,11 @@ async fn process<K: Cacheable>(
             (shared.ctx)
                 .fence_object(shared.ctx.store(), shared.ctx.own_resource(), key)
                 .await;
-            let Some(resumed) = shared.ctx.store().get(key) else {
-                return Finished::Forget;
-            };
-            obj = resumed;
+            match shared.ctx.store().get(key) {
+                Some(resumed) if !pause::is_paused(resumed.meta()) => obj = resumed,
+                // Gone, or paused again meanwhile: that change queued the key again.
+                _ => return Finished::Forget,
+            }
         }
     }
     shared.metrics.started();
