@@ -18,9 +18,8 @@ use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use prometheus::IntGauge;
 
-use super::Cacheable;
-use super::failure::{self, Report};
-use super::worker::Shared;
+use super::failure::{self, Report, Reporting, ToJson};
+use super::{Cacheable, Context};
 use crate::cache::ObjectKey;
 
 /// The annotation that pauses an object's reconciles while its value is `"true"` (Crossplane's
@@ -115,12 +114,17 @@ pub(super) enum Gate {
 }
 
 /// Whether the worker reconciles `obj`, after setting its `Paused` condition as its annotation
-/// says (custom resources whose controller reports on the status only). Never fails: a condition
-/// that cannot be written is logged.
-pub(super) async fn gate<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Gate {
+/// says, through the controller's `ctx` (custom resources, read by `to_json`, whose controller
+/// reports on the status only, as `reporting` says). Never fails: a condition that cannot be
+/// written is logged.
+pub(super) async fn gate<K: Cacheable>(
+    ctx: &Context<K>,
+    reporting: &Reporting,
+    to_json: ToJson<K>,
+    obj: &K,
+) -> Gate {
     let paused = is_paused(obj.meta());
-    let ctx = &shared.ctx;
-    let reports = shared.reporting.status && failure::applies(ctx.kind());
+    let reports = reporting.status && failure::applies(ctx.kind());
     if paused {
         tracing::debug!(
             deleting = obj.meta().deletion_timestamp.is_some(),
@@ -130,11 +134,11 @@ pub(super) async fn gate<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Gate {
     if !reports {
         return if paused { Gate::Paused } else { Gate::Open };
     }
-    let shown = paused_condition(shared, obj);
+    let shown = paused_condition(to_json, obj);
     match (paused, shown) {
         (true, Some(true)) => Gate::Paused,
         (true, _) => {
-            mark_paused(shared, obj).await;
+            mark_paused(ctx, to_json, obj).await;
             Gate::Paused
         }
         (false, Some(true)) => {
@@ -148,7 +152,7 @@ pub(super) async fn gate<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Gate {
                 observes: false,
             };
             let (client, kind, own_writes) = (ctx.client(), ctx.kind(), ctx.own_writes());
-            failure::write(client, kind, own_writes, shared.to_json, obj, &report).await;
+            failure::write(client, kind, own_writes, to_json, obj, &report).await;
             Gate::Resumed
         }
         (false, _) => Gate::Open,
@@ -156,8 +160,8 @@ pub(super) async fn gate<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Gate {
 }
 
 /// Whether `obj`'s `Paused` condition is True (`None` when it has none).
-fn paused_condition<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Option<bool> {
-    let object = (shared.to_json)(obj).ok()?;
+fn paused_condition<K: Cacheable>(to_json: ToJson<K>, obj: &K) -> Option<bool> {
+    let object = to_json(obj).ok()?;
     let conditions = object.get("status")?.get("conditions")?.as_array()?;
     let paused = conditions.iter().find(|c| c["type"] == PAUSED_CONDITION)?;
     Some(paused["status"] == "True")
@@ -165,8 +169,7 @@ fn paused_condition<K: Cacheable>(shared: &Shared<K>, obj: &K) -> Option<bool> {
 
 /// Sets `obj`'s `Paused` condition True, naming who paused it and when. The cache usually keeps
 /// no `managedFields`, so they are read from the API server once per pause.
-async fn mark_paused<K: Cacheable>(shared: &Shared<K>, obj: &K) {
-    let ctx = &shared.ctx;
+async fn mark_paused<K: Cacheable>(ctx: &Context<K>, to_json: ToJson<K>, obj: &K) {
     let (kind, own_writes) = (ctx.kind(), ctx.own_writes());
     let cached_fields = obj
         .meta()
@@ -191,7 +194,8 @@ async fn mark_paused<K: Cacheable>(shared: &Shared<K>, obj: &K) {
         // Resumed meanwhile: that change queues the object again.
         return;
     }
-    let message = paused_message(current.meta(), Time(k8s_openapi::jiff::Timestamp::now()));
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let message = paused_message(current.meta(), &now);
     let report = Report {
         condition: PAUSED_CONDITION,
         status: true,
@@ -199,20 +203,12 @@ async fn mark_paused<K: Cacheable>(shared: &Shared<K>, obj: &K) {
         message: &message,
         observes: false,
     };
-    failure::write(
-        ctx.client(),
-        kind,
-        own_writes,
-        shared.to_json,
-        current,
-        &report,
-    )
-    .await;
+    failure::write(ctx.client(), kind, own_writes, to_json, current, &report).await;
 }
 
 /// The `Paused` condition's message: who set the annotation and when, from the newest
 /// `managedFields` entry that owns it, or only when the framework saw it (`now`).
-fn paused_message(meta: &ObjectMeta, now: Time) -> String {
+fn paused_message(meta: &ObjectMeta, now: &Time) -> String {
     let owner = format!("f:{PAUSED_ANNOTATION}");
     let setter = meta
         .managed_fields
@@ -232,7 +228,7 @@ fn paused_message(meta: &ObjectMeta, now: Time) -> String {
     let by = setter.and_then(|entry| entry.manager.as_deref());
     let at = setter
         .and_then(|entry| entry.time.as_ref())
-        .unwrap_or(&now)
+        .unwrap_or(now)
         .0;
     match by {
         Some(manager) => format!(
@@ -337,12 +333,12 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            paused_message(&m, at(120)),
+            paused_message(&m, &at(120)),
             "Reconciles paused by kubectl-annotate at 1970-01-01T00:01:00Z (kubeward.io/paused: \"true\"); remove the annotation to resume."
         );
         m.managed_fields = None;
         assert_eq!(
-            paused_message(&m, at(120)),
+            paused_message(&m, &at(120)),
             "Reconciles paused since 1970-01-01T00:02:00Z (kubeward.io/paused: \"true\"); remove the annotation to resume."
         );
     }

@@ -81,7 +81,8 @@ async fn process<K: Cacheable>(
         object = key.name(),
         reconcile_id = %super::reconcile_id::next(),
     );
-    match pause::gate(shared, &obj).instrument(span.clone()).await {
+    let gate = pause::gate(&shared.ctx, &shared.reporting, shared.to_json, &obj);
+    match gate.instrument(span.clone()).await {
         Gate::Open => {}
         // Its resume (or its deletion) queues it again; until then nothing is retried.
         Gate::Paused => return Finished::Forget,
