@@ -10,6 +10,10 @@
 //! and retried. A [finalizer](Controller::with_finalizer) runs the reconciler's [`Cleanup`]
 //! before a deleted object goes.
 //!
+//! An object annotated [`PAUSED_ANNOTATION`]` = "true"` is not reconciled (nor cleaned up) until
+//! the annotation goes, and a new value of [`RECONCILE_REQUESTED_ANNOTATION`] reconciles it once
+//! through any predicate; neither needs code in the reconciler.
+//!
 //! # Kinds known at run time
 //!
 //! `K` is usually a compiled kind ([`Watchable`]): a k8s-openapi
