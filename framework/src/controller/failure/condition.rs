@@ -355,6 +355,43 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_sets_its_condition_true_without_claiming_the_generation_and_a_resume_sets_it_false()
+    {
+        let obj = object(&json!({ "observedGeneration": 2, "conditions": [
+            { "type": "Ready", "status": "True", "reason": "Generated", "message": "ok",
+              "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 2 },
+        ]}));
+        let report = |status, reason| Report {
+            condition: "Paused",
+            status,
+            reason,
+            message: "m",
+            observes: false,
+        };
+        let paused =
+            reported_status(&obj, &report(true, "PausedByAnnotation"), at(60)).expect("a write");
+        assert!(
+            paused.get("observedGeneration").is_none(),
+            "generation 3 was not reconciled: {paused}"
+        );
+        assert_eq!(paused["conditions"][0]["status"], "True", "Ready stays");
+        assert_eq!(paused["conditions"][1]["status"], "True");
+        assert_eq!(paused["conditions"][1]["type"], "Paused");
+        let written = object(&paused);
+        assert_eq!(
+            reported_status(&written, &report(true, "PausedByAnnotation"), at(120)),
+            None
+        );
+        let resumed =
+            reported_status(&written, &report(false, "Resumed"), at(120)).expect("a write");
+        assert_eq!(resumed["conditions"][1]["status"], "False");
+        assert_eq!(
+            resumed["conditions"][1]["lastTransitionTime"],
+            "1970-01-01T00:02:00Z"
+        );
+    }
+
+    #[test]
     fn a_status_whose_conditions_are_not_a_list_is_left_alone() {
         let obj = object(&json!({ "conditions": { "Ready": true } }));
         assert_eq!(failed_conditions(&obj, "ReconcileError", "x", at(0)), None);
