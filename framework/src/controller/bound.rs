@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, target_of};
+use super::pause::{PausedObjects, passes_any_predicate};
 use super::trigger::Wired;
 use super::wiring::{Queues, Wiring};
 use super::worker::Shared;
@@ -97,11 +98,14 @@ impl<K: Cacheable> Controller<K> {
         let own_writes = Arc::new(OwnWrites::new(intake.clone(), metrics.echoes(&name)));
         let (own, kind) = (Arc::clone(&own_writes), self.kind.name().to_owned());
         let (on_add, on_update, on_delete) = (intake.clone(), intake.clone(), intake.clone());
+        let paused = Arc::new(PausedObjects::new(metrics.paused(&name)));
+        let (added, updated, deleted) = (Arc::clone(&paused), Arc::clone(&paused), paused);
         // On the controller's own task (see informer::Listener), never under the informer's
         // lock: the handler turns a change into a key for the queue, after the predicate.
         let registration = informer.add_change_handler(
             change_fns()
-                .on_add(move |_: Arc<K>, hints: Hints| {
+                .on_add(move |obj: Arc<K>, hints: Hints| {
+                    added.observe(&hints.key, obj.meta());
                     // Objects of the initial list wait behind live changes (with aging).
                     let priority = if hints.listed {
                         Priority::LOW
@@ -111,7 +115,11 @@ impl<K: Cacheable> Controller<K> {
                     on_add.add_with(hints.key, AddOptions::new().priority(priority));
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
-                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new)) {
+                    updated.observe(&hints.key, new.meta());
+                    // Pausing, resuming and a request for a reconcile get through any predicate.
+                    if predicate.as_ref().is_some_and(|p| !p.test(&old, &new))
+                        && !passes_any_predicate(old.meta(), new.meta())
+                    {
                         return;
                     }
                     let key = hints.key;
@@ -129,7 +137,11 @@ impl<K: Cacheable> Controller<K> {
                         own.trigger(&target, new.meta(), vec![key]);
                     }
                 })
-                .on_delete(move |deleted| on_delete.add(ObjectKey::of(deleted.object().as_ref()))),
+                .on_delete(move |gone| {
+                    let key = ObjectKey::of(gone.object().as_ref());
+                    deleted.forget(&key);
+                    on_delete.add(key);
+                }),
         );
 
         let mut wired: Vec<_> = self

@@ -10,6 +10,10 @@
 //! and retried. A [finalizer](Controller::with_finalizer) runs the reconciler's [`Cleanup`]
 //! before a deleted object goes.
 //!
+//! An object annotated [`PAUSED_ANNOTATION`]` = "true"` is not reconciled (nor cleaned up) until
+//! the annotation goes, and a new value of [`RECONCILE_REQUESTED_ANNOTATION`] reconciles it once
+//! through any predicate; neither needs code in the reconciler.
+//!
 //! # Kinds known at run time
 //!
 //! `K` is usually a compiled kind ([`Watchable`]): a k8s-openapi
@@ -55,6 +59,7 @@ mod intake;
 mod invalid;
 mod kind;
 mod own_writes;
+pub(crate) mod pause;
 mod predicate;
 mod reads;
 mod reconcile_id;
@@ -79,6 +84,7 @@ pub use error::Error;
 pub use invalid::Invalid;
 pub(crate) use kind::Kind;
 pub(crate) use own_writes::target_of;
+pub use pause::{PAUSED_ANNOTATION, PAUSED_CONDITION, RECONCILE_REQUESTED_ANNOTATION};
 pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub(crate) use trigger::target;

@@ -10,6 +10,7 @@ use tracing::Instrument as _;
 
 use super::erased::ErasedReconciler;
 use super::failure::{self, Reporting, ToJson};
+use super::pause::{self, Gate};
 use super::{Cacheable, Context};
 use crate::cache::ObjectKey;
 use crate::metrics::{ControllerMetrics, Outcome};
@@ -68,7 +69,7 @@ async fn process<K: Cacheable>(
     (shared.ctx)
         .fence_object(shared.ctx.store(), shared.ctx.own_resource(), key)
         .await;
-    let Some(obj) = shared.ctx.store().get(key) else {
+    let Some(mut obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
         return Finished::Forget;
     };
@@ -80,6 +81,23 @@ async fn process<K: Cacheable>(
         object = key.name(),
         reconcile_id = %super::reconcile_id::next(),
     );
+    let gate = pause::gate(&shared.ctx, &shared.reporting, shared.to_json, &obj);
+    match gate.instrument(span.clone()).await {
+        Gate::Open => {}
+        // Its resume (or its deletion) queues it again; until then nothing is retried.
+        Gate::Paused => return Finished::Forget,
+        Gate::Resumed => {
+            // Reconciled as the cache has it after the condition's write.
+            (shared.ctx)
+                .fence_object(shared.ctx.store(), shared.ctx.own_resource(), key)
+                .await;
+            match shared.ctx.store().get(key) {
+                Some(resumed) if !pause::is_paused(resumed.meta()) => obj = resumed,
+                // Gone, or paused again meanwhile: that change queued the key again.
+                _ => return Finished::Forget,
+            }
+        }
+    }
     shared.metrics.started();
     let started = tokio::time::Instant::now();
     let attempt = shared

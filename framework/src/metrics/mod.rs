@@ -90,6 +90,7 @@ pub struct Metrics {
     pub(crate) events: IntCounterVec,
     pub(crate) reads: IntCounterVec,
     pub(crate) echoes: IntCounterVec,
+    pub(crate) paused: IntGaugeVec,
     pub(crate) cache_wait: HistogramVec,
     pub(crate) cache_wait_timeouts: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
@@ -137,6 +138,7 @@ impl Metrics {
             events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
             reads: IntCounterVec::new(opts(READS), labels(READS))?,
             echoes: IntCounterVec::new(opts(ECHOES), labels(ECHOES))?,
+            paused: IntGaugeVec::new(opts(PAUSED), labels(PAUSED))?,
             cache_wait: HistogramVec::new(
                 histogram(CACHE_WAIT, &CACHE_WAIT_BUCKETS),
                 labels(CACHE_WAIT),
@@ -182,6 +184,7 @@ impl Metrics {
         registry.register(Box::new(metrics.events.clone()))?;
         registry.register(Box::new(metrics.reads.clone()))?;
         registry.register(Box::new(metrics.echoes.clone()))?;
+        registry.register(Box::new(metrics.paused.clone()))?;
         registry.register(Box::new(metrics.cache_wait.clone()))?;
         registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
@@ -209,6 +212,11 @@ impl Metrics {
     #[must_use]
     pub(crate) fn workqueue(&self, name: &str) -> WorkqueueMetrics {
         WorkqueueMetrics::new(self, name)
+    }
+
+    /// The `kubeward_paused_objects` series of `controller`, at 0.
+    pub(crate) fn paused(&self, controller: &str) -> prometheus::IntGauge {
+        self.paused.with_label_values(&[controller])
     }
 
     /// The `kubeward_events_total` series of the Event recorder of `controller`.
@@ -302,9 +310,11 @@ const EVENTS: usize = 23;
 const READS: usize = EVENTS + 1;
 /// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
 const ECHOES: usize = READS + 1;
+/// Where `kubeward_paused_objects` is in [`REFERENCE`].
+const PAUSED: usize = ECHOES + 1;
 /// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
 /// [`REFERENCE`].
-const CACHE_WAIT: usize = ECHOES + 1;
+const CACHE_WAIT: usize = PAUSED + 1;
 /// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
 const SHARDER: usize = CACHE_WAIT + 2;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
@@ -366,6 +376,7 @@ mod tests {
         reads.count("configmaps", ReadSource::Cache);
         reads.waited("configmaps", std::time::Duration::from_millis(3), true);
         let _ = metrics.echoes("demo");
+        let _ = metrics.paused("demo");
         let sharder = crate::sharding::SharderMetrics::new(&metrics, "demo");
         sharder.set_shards(1);
         sharder.assigned("shard-0");

@@ -199,6 +199,12 @@ pub const REFERENCE: &[Family] = &[
         help: "Watch events a controller dropped because they brought back exactly the state it wrote itself (same uid and resourceVersion), instead of reconciling again.",
     },
     Family {
+        name: "kubeward_paused_objects",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Objects of a controller's kind in its cache that carry the `kubeward.io/paused: \"true\"` annotation: the controller does not reconcile them.",
+    },
+    Family {
         name: "kubeward_cache_wait_seconds",
         kind: Kind::Histogram,
         labels: &["controller", "resource"],

@@ -16,6 +16,7 @@ mod kubectl;
 mod leader;
 mod manager;
 mod metrics;
+mod pause;
 mod rbac;
 mod reconcile_kit;
 mod reliability;

@@ -1,4 +1,5 @@
-//! Sets a failed object's condition (`Ready` unless the controller names another) to `False`.
+//! Sets a condition on an object's status: a failure's (`Ready` unless the controller names
+//! another) to `False`, and a pause's `Paused`.
 
 use std::time::Duration;
 
@@ -20,11 +21,16 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// so that [`Cacheable`] need not require it of every owned and watched kind.
 pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
 
-/// What a failure report writes: the condition's type, reason and message.
-pub(super) struct Report<'a> {
-    pub(super) condition: &'a str,
-    pub(super) reason: &'a str,
-    pub(super) message: &'a str,
+/// What a report writes: the condition's type, status, reason and message.
+pub(crate) struct Report<'a> {
+    pub(crate) condition: &'a str,
+    /// `True` or `False`.
+    pub(crate) status: bool,
+    pub(crate) reason: &'a str,
+    pub(crate) message: &'a str,
+    /// Whether the status' `observedGeneration` moves to the object's generation too: a failure
+    /// saw that generation; a pause did not reconcile it.
+    pub(crate) observes: bool,
 }
 
 /// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
@@ -34,8 +40,8 @@ pub(crate) fn applies(kind: &Kind) -> bool {
     kind.is_custom()
 }
 
-/// Sets `obj`'s condition to False with the report's reason and message, and its status'
-/// `observedGeneration` to the generation that failed, by a merge patch of the status
+/// Sets `obj`'s condition as the report says (a failure: False with its reason and message, and
+/// the status' `observedGeneration` at the generation that failed), by a merge patch of the status
 /// subresource, unless it already says exactly that. Failures are logged, never returned. The
 /// write goes through `own_writes`, so its watch event does not reconcile the object again.
 ///
@@ -43,7 +49,7 @@ pub(crate) fn applies(kind: &Kind) -> bool {
 /// before the reconcile, whose update a generation predicate filters out, the report is written
 /// once more on the object as the API server has it now: otherwise a terminal failure would
 /// never show.
-pub(super) async fn write<K: Cacheable>(
+pub(crate) async fn write<K: Cacheable>(
     client: Client,
     kind: &Kind,
     own_writes: &OwnWrites,
@@ -60,7 +66,7 @@ pub(super) async fn write<K: Cacheable>(
             if write(&latest).await == Written::Conflict {
                 tracing::debug!(
                     condition = report.condition,
-                    "the object changed again; not setting the condition to False"
+                    "the object changed again; not setting the condition"
                 );
             }
         }
@@ -98,7 +104,7 @@ async fn write_on<K: Cacheable>(
         }
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let Some(status) = failed_status(&object, report, now) else {
+    let Some(status) = reported_status(&object, report, now) else {
         return Written::Done;
     };
     // The resourceVersion is a precondition: the condition describes the version that failed.
@@ -120,18 +126,22 @@ async fn write_on<K: Cacheable>(
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Done,
         Ok(Err(error)) => {
             let error = chain(&error);
-            tracing::warn!(%error, condition, "could not set the failed condition on the object's status");
+            tracing::warn!(%error, condition, "could not set the condition on the object's status");
             Written::Done
         }
         Err(_) => {
-            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, "setting the failed condition on the object's status timed out");
+            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, "setting the condition on the object's status timed out");
             Written::Done
         }
     }
 }
 
 /// `obj` as the API server has it now.
-async fn read<K: Cacheable>(client: Client, kind: &Kind, obj: &K) -> Result<K, kube::Error> {
+pub(crate) async fn read<K: Cacheable>(
+    client: Client,
+    kind: &Kind,
+    obj: &K,
+) -> Result<K, kube::Error> {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or_default();
     let request = Request::new(kind.url_path(meta.namespace.as_deref()))
@@ -168,12 +178,12 @@ struct Answer {
 }
 
 /// The status to merge into `object`'s: its full condition list with the report's condition set
-/// to False (the report's reason and message, the object's generation), and, when the status
-/// keeps one (or has none yet), `observedGeneration` at the object's generation, so that the
-/// two agree that this generation was seen and failed. The transition time moves only when the
-/// condition was not False already. `None` when it already says exactly that, or when the status
-/// has no room for a condition list.
-pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
+/// as it says (its status, reason and message, the object's generation), and, for a report that
+/// [observes](Report::observes) when the status keeps one (or has none yet), `observedGeneration`
+/// at the object's generation, so that the two agree that this generation was seen and failed.
+/// The transition time moves only when the condition's status changes. `None` when it already
+/// says exactly that, or when the status has no room for a condition list.
+pub(super) fn reported_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
     let status = match object.get("status") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(status)) => status.clone(),
@@ -185,7 +195,8 @@ pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> O
         Some(_) => return None,
     };
     let generation = object["metadata"]["generation"].as_i64();
-    let keeps_generation = status.is_empty() || status.contains_key("observedGeneration");
+    let keeps_generation =
+        report.observes && (status.is_empty() || status.contains_key("observedGeneration"));
     let observed_moves = keeps_generation
         && generation.is_some()
         && status.get("observedGeneration").and_then(Value::as_i64) != generation;
@@ -193,8 +204,9 @@ pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> O
         .iter()
         .position(|c| c["type"] == report.condition);
     let previous = position.map(|i| conditions[i].clone());
-    let was_false = previous.as_ref().is_some_and(|c| c["status"] == "False");
-    if let Some(previous) = previous.as_ref().filter(|_| was_false)
+    let wanted = if report.status { "True" } else { "False" };
+    let was_same = previous.as_ref().is_some_and(|c| c["status"] == wanted);
+    if let Some(previous) = previous.as_ref().filter(|_| was_same)
         && previous["reason"] == report.reason
         && previous["message"] == report.message
         && previous["observedGeneration"].as_i64() == generation
@@ -204,14 +216,14 @@ pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> O
     }
     let condition = Condition {
         type_: report.condition.to_owned(),
-        status: "False".to_owned(),
+        status: wanted.to_owned(),
         reason: report.reason.to_owned(),
         message: report.message.to_owned(),
         last_transition_time: now,
         observed_generation: generation,
     };
     let mut condition = serde_json::to_value(condition).ok()?;
-    if let Some(since) = previous.filter(|_| was_false).and_then(|p| {
+    if let Some(since) = previous.filter(|_| was_same).and_then(|p| {
         p.get("lastTransitionTime")
             .filter(|t| !t.is_null())
             .cloned()
@@ -245,19 +257,21 @@ mod tests {
     fn report<'a>(reason: &'a str, message: &'a str) -> Report<'a> {
         Report {
             condition: "Ready",
+            status: false,
             reason,
             message,
+            observes: true,
         }
     }
 
-    /// The condition list of a status `failed_status` would write.
+    /// The condition list of a status `reported_status` would write.
     fn failed_conditions(
         object: &Value,
         reason: &str,
         message: &str,
         now: Time,
     ) -> Option<Vec<Value>> {
-        let status = failed_status(object, &report(reason, message), now)?;
+        let status = reported_status(object, &report(reason, message), now)?;
         Some(status["conditions"].as_array()?.clone())
     }
 
@@ -313,10 +327,12 @@ mod tests {
         ]}));
         let available = Report {
             condition: "Available",
+            status: false,
             reason: "Invalid",
             message: "no",
+            observes: true,
         };
-        let status = failed_status(&obj, &available, at(60)).expect("a write");
+        let status = reported_status(&obj, &available, at(60)).expect("a write");
         assert_eq!(
             status["observedGeneration"], 3,
             "both say generation 3 failed"
@@ -331,11 +347,48 @@ mod tests {
         );
         // Once written, the same failure writes nothing more.
         let written = object(&status);
-        assert_eq!(failed_status(&written, &available, at(120)), None);
+        assert_eq!(reported_status(&written, &available, at(120)), None);
         // A status without the field does not get it.
         let without = object(&json!({ "conditions": [] }));
-        let status = failed_status(&without, &available, at(60)).expect("a write");
+        let status = reported_status(&without, &available, at(60)).expect("a write");
         assert!(status.get("observedGeneration").is_none(), "{status}");
+    }
+
+    #[test]
+    fn a_pause_sets_its_condition_true_without_claiming_the_generation_and_a_resume_sets_it_false()
+    {
+        let obj = object(&json!({ "observedGeneration": 2, "conditions": [
+            { "type": "Ready", "status": "True", "reason": "Generated", "message": "ok",
+              "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 2 },
+        ]}));
+        let report = |status, reason| Report {
+            condition: "Paused",
+            status,
+            reason,
+            message: "m",
+            observes: false,
+        };
+        let paused =
+            reported_status(&obj, &report(true, "PausedByAnnotation"), at(60)).expect("a write");
+        assert!(
+            paused.get("observedGeneration").is_none(),
+            "generation 3 was not reconciled: {paused}"
+        );
+        assert_eq!(paused["conditions"][0]["status"], "True", "Ready stays");
+        assert_eq!(paused["conditions"][1]["status"], "True");
+        assert_eq!(paused["conditions"][1]["type"], "Paused");
+        let written = object(&paused);
+        assert_eq!(
+            reported_status(&written, &report(true, "PausedByAnnotation"), at(120)),
+            None
+        );
+        let resumed =
+            reported_status(&written, &report(false, "Resumed"), at(120)).expect("a write");
+        assert_eq!(resumed["conditions"][1]["status"], "False");
+        assert_eq!(
+            resumed["conditions"][1]["lastTransitionTime"],
+            "1970-01-01T00:02:00Z"
+        );
     }
 
     #[test]

@@ -5,9 +5,7 @@ mod event;
 
 use std::sync::Arc;
 
-pub(crate) use condition::ToJson;
-#[cfg(test)]
-pub(crate) use condition::applies;
+pub(crate) use condition::{Report, ToJson, applies, read, write};
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, truncate};
@@ -135,8 +133,10 @@ pub(crate) async fn report<K: Cacheable>(
         let message = truncate(&text, MESSAGE_LIMIT);
         let report = condition::Report {
             condition: &reporting.condition,
+            status: false,
             reason,
             message: &message,
+            observes: true,
         };
         condition::write(
             ctx.client(),

@@ -7,6 +7,7 @@ mod paused_clock;
 mod simulation;
 mod simulation_cleanup;
 mod simulation_fencing;
+mod simulation_pause;
 mod slow_user_code;
 mod worker;
 

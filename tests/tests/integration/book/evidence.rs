@@ -3,7 +3,8 @@
 use super::{page, repo};
 
 /// Each page, the folder under `tests/tests/integration/` its cited tests live in.
-const CITING: [(&str, &str); 3] = [
+const CITING: [(&str, &str); 4] = [
+    ("operating.md", "pause"),
     ("rbac.md", "rbac"),
     ("triggers.md", "triggers"),
     ("webhooks.md", "webhook"),
