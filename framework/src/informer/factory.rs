@@ -334,6 +334,18 @@ impl Factory {
             .collect()
     }
 
+    /// The informers whose caches are behind the server now: not listed completely yet, or
+    /// answered 404 (the kind is not served); every one of them while the server is unreachable.
+    /// A replica that starts leading says which, since its controllers work from these caches.
+    pub(crate) fn behind(&self) -> Vec<String> {
+        let unreachable = self.config.connectivity.is_unreachable();
+        self.observe()
+            .into_iter()
+            .filter(|o| unreachable || o.stats.last_sync_time().is_none() || o.stats.not_served())
+            .map(|o| o.resource)
+            .collect()
+    }
+
     fn erased(&self) -> Vec<Box<dyn ErasedInformer>> {
         self.informers
             .lock()

@@ -91,6 +91,15 @@ impl Manager {
                         self.shutdown.cancel();
                         break;
                     }
+                    let behind = self.factory().behind();
+                    if !behind.is_empty() {
+                        tracing::warn!(
+                            behind = %behind.join(" "),
+                            "leading while these caches are behind the API server: the \
+                             controllers start from what they hold and reconcile what their \
+                             informers bring in as they catch up"
+                        );
+                    }
                     match standing_by.take() {
                         None => tracing::info!("leading: starting controllers"),
                         Some(since) => tracing::info!(

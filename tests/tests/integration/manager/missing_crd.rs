@@ -1,5 +1,6 @@
 //! A controller whose CRD is not installed waits for it, with one line and a failing readiness
-//! check, starts once it is, and waits again when it goes; the manager's other controllers work on.
+//! check, starts once it is, and waits again when it goes; the manager's other controllers work on,
+//! and the replica that leads says which cache is behind.
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;
@@ -77,7 +78,10 @@ async fn a_controller_waits_for_its_crd_starts_when_installed_and_waits_again_wh
     let crd_name = Late::crd().name_any();
     let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
 
-    let config = Config::default().cache(CacheScope::default().namespaces([ns.as_str()]));
+    let election = LeaderElection::new("missing-crd", Some(ns.clone()), leader::Config::default());
+    let config = Config::default()
+        .cache(CacheScope::default().namespaces([ns.as_str()]))
+        .leader_election(Some(election));
     let manager = Manager::new(cp.config(), config)?;
     let probes = free_addr()?;
     manager.add(Endpoints::new().health_probes(BindAddress::On(probes)))?;
@@ -104,6 +108,13 @@ async fn a_controller_waits_for_its_crd_starts_when_installed_and_waits_again_wh
             &["late.kubeward.dev", "does not serve", "waiting for it"],
         )
         .await?;
+    let leading = log
+        .line_with(WAIT, &["leading while these caches are behind"])
+        .await?;
+    assert!(
+        leading.contains("late.kubeward.dev"),
+        "the new leader names the cache that is behind: {leading}"
+    );
     let (status, body) = readyz(probes).await?;
     assert_eq!(status, 503, "{body}");
     assert!(
