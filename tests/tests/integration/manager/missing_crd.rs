@@ -67,6 +67,36 @@ async fn readyz(addr: std::net::SocketAddr) -> anyhow::Result<(u16, String)> {
     Ok((answer.status().as_u16(), answer.body().clone()))
 }
 
+/// Checks that the `late` controller waits for its CRD, in the log and in `/readyz`, and that
+/// the leader said its cache is behind; returns the one line that says it waits.
+async fn waiting_for_the_crd(log: &Log, probes: std::net::SocketAddr) -> anyhow::Result<String> {
+    let line = log
+        .line_with(
+            WAIT,
+            &["late.kubeward.dev", "does not serve", "waiting for it"],
+        )
+        .await?;
+    let leading = log
+        .line_with(WAIT, &["leading while these caches are behind"])
+        .await?;
+    assert!(
+        leading.contains("late.kubeward.dev"),
+        "the new leader names the cache that is behind: {leading}"
+    );
+    let (status, body) = readyz(probes).await?;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("late-cache") && body.contains("waiting for its CRD"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("maps-cache"),
+        "the ConfigMaps' cache is ready: {body}"
+    );
+
+    Ok(line)
+}
+
 #[tokio::test]
 async fn a_controller_waits_for_its_crd_starts_when_installed_and_waits_again_when_removed()
 -> anyhow::Result<()> {
@@ -102,29 +132,7 @@ async fn a_controller_waits_for_its_crd_starts_when_installed_and_waits_again_wh
     )
     .await?;
     config_maps.reconciled("before").await?;
-    let line = log
-        .line_with(
-            WAIT,
-            &["late.kubeward.dev", "does not serve", "waiting for it"],
-        )
-        .await?;
-    let leading = log
-        .line_with(WAIT, &["leading while these caches are behind"])
-        .await?;
-    assert!(
-        leading.contains("late.kubeward.dev"),
-        "the new leader names the cache that is behind: {leading}"
-    );
-    let (status, body) = readyz(probes).await?;
-    assert_eq!(status, 503, "{body}");
-    assert!(
-        body.contains("late-cache") && body.contains("waiting for its CRD"),
-        "{body}"
-    );
-    assert!(
-        !body.contains("maps-cache"),
-        "the ConfigMaps' cache is ready: {body}"
-    );
+    let line = waiting_for_the_crd(&log, probes).await?;
 
     install_crd::<Late>(cp.client()).await?;
     let lates: Api<Late> = Api::namespaced(cp.client(), &ns);
