@@ -47,6 +47,7 @@ mod drain;
 mod dynamic;
 mod erased;
 mod error;
+mod expectations;
 mod failure;
 mod fenced_client;
 mod fences;
