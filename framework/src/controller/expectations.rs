@@ -5,7 +5,8 @@
 //! newest version. Some writes a reconcile cannot look up by name afterwards: a create with
 //! `generateName` (the API server picks the name) and the deletes of owned objects, which a
 //! reconcile finds again through a selector, an index or the store itself, reads no fence
-//! covers. So, as client-go's `ControllerExpectations` and JOSDK's `ExpectationManager`, the
+//! covers (nor does `ctx.owned`, an index look-up that does not wait: the writes of objects
+//! the owner controls are expected too). So, as client-go's `ControllerExpectations` and JOSDK's `ExpectationManager`, the
 //! controller remembers those writes per owner (the object whose reconcile made them, known
 //! from the task it runs on) and, before it reconciles that owner again, waits until the owned
 //! kind's informer has seen each of them: the created object at its resourceVersion (or anything
@@ -77,15 +78,23 @@ impl Expectations {
         }
     }
 
-    /// Notes a create of `resource` the API server answered with `meta`, if it was made with
-    /// `generateName` during a reconcile.
-    pub(crate) fn created(&self, resource: &str, meta: &ObjectMeta) {
-        let generated = meta.generate_name.as_deref().is_some_and(|g| !g.is_empty());
+    /// Notes a write of `resource` the API server answered with `meta`, made during a
+    /// reconcile: expected when it was a create with `generateName` (`create`), or when the
+    /// object has the reconciled object as its controller owner (what `ctx.owned` finds, with
+    /// no fence of its own).
+    pub(crate) fn wrote(&self, resource: &str, meta: &ObjectMeta, create: bool) {
         let (Some(name), Some(version)) = (meta.name.as_deref(), meta.resource_version.as_deref())
         else {
             return;
         };
-        if generated {
+        let generated = create && meta.generate_name.as_deref().is_some_and(|g| !g.is_empty());
+        let controller = (meta.owner_references.iter().flatten())
+            .find(|owner| owner.controller == Some(true))
+            .map(|owner| owner.name.as_str());
+        let owned = controller.is_some_and(|controller| {
+            OWNER.try_with(|owner| owner.name() == controller) == Ok(true)
+        });
+        if generated || owned {
             let key = ObjectKey::new(meta.namespace.as_deref(), name);
             self.expect(
                 resource,
@@ -213,6 +222,8 @@ impl<K: Resource> Context<K> {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
     use super::*;
 
     fn metrics() -> ExpectationMetrics {
@@ -222,7 +233,7 @@ mod tests {
             .expectations("test")
     }
 
-    fn created(name: &str, generate_name: Option<&str>) -> ObjectMeta {
+    fn written(name: &str, generate_name: Option<&str>) -> ObjectMeta {
         ObjectMeta {
             namespace: Some("ns".into()),
             name: Some(name.into()),
@@ -233,19 +244,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn only_generated_creates_and_deletes_made_while_reconciling_are_expected() {
+    async fn only_generated_creates_owned_writes_and_deletes_made_while_reconciling_are_expected() {
         let metrics = metrics();
         let expectations = Expectations::new("widgets", Duration::from_secs(5), metrics.clone());
         let owner = ObjectKey::new(Some("ns"), "w");
-        expectations.created("configmaps", &created("copy-x1", Some("copy-")));
+        expectations.wrote("configmaps", &written("copy-x1", Some("copy-")), true);
         assert_eq!(
             expectations.pending(&owner),
             0,
             "no reconcile runs: no owner"
         );
         reconciling(owner.clone(), async {
-            expectations.created("configmaps", &created("copy-x1", Some("copy-")));
-            expectations.created("configmaps", &created("named", None));
+            expectations.wrote("configmaps", &written("copy-x1", Some("copy-")), true);
+            expectations.wrote("configmaps", &written("named", None), true);
+            expectations.wrote("configmaps", &written("copy-x1", Some("copy-")), false);
+            let mut owned = written("owned", None);
+            owned.owner_references = Some(vec![OwnerReference {
+                controller: Some(true),
+                name: "w".into(),
+                ..OwnerReference::default()
+            }]);
+            expectations.wrote("configmaps", &owned, false);
             expectations.deleted(
                 "configmaps",
                 Fence::Gone {
@@ -262,8 +281,8 @@ mod tests {
             );
         })
         .await;
-        assert_eq!(expectations.pending(&owner), 2);
-        assert_eq!(metrics.pending.get(), 2);
+        assert_eq!(expectations.pending(&owner), 3);
+        assert_eq!(metrics.pending.get(), 3);
         expectations.forget(&owner);
         assert_eq!(metrics.pending.get(), 0);
     }

@@ -1,5 +1,6 @@
 //! Wraps a controller's client so that every write it makes leaves a mark for fenced reads,
-//! and the creates with `generateName` and deletes a reconcile makes are expected of its owner.
+//! and the creates with `generateName`, writes of owned objects and deletes a reconcile makes
+//! are expected of its owner.
 //!
 //! The answer to a create, update, patch or delete names the object's new resourceVersion (or,
 //! for a delete that removed it, its uid): the wrapper reads it from the response body, which
@@ -126,9 +127,7 @@ impl Target {
             && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty());
         if !self.delete {
             fences.wrote(&self.resource, meta);
-            if self.create {
-                expectations.created(&self.resource, meta);
-            }
+            expectations.wrote(&self.resource, meta, self.create);
             return;
         }
         if still_there {
