@@ -258,13 +258,13 @@ mod tests {
             expectations.wrote("configmaps", &written("copy-x1", Some("copy-")), true);
             expectations.wrote("configmaps", &written("named", None), true);
             expectations.wrote("configmaps", &written("copy-x1", Some("copy-")), false);
-            let mut owned = written("owned", None);
-            owned.owner_references = Some(vec![OwnerReference {
+            let mut controlled = written("owned", None);
+            controlled.owner_references = Some(vec![OwnerReference {
                 controller: Some(true),
                 name: "w".into(),
                 ..OwnerReference::default()
             }]);
-            expectations.wrote("configmaps", &owned, false);
+            expectations.wrote("configmaps", &controlled, false);
             expectations.deleted(
                 "configmaps",
                 Fence::Gone {
