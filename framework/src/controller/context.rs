@@ -185,6 +185,22 @@ impl<K: Resource> Context<K> {
         self.fence(store, resource, wanted).await;
     }
 
+    /// Before a reconcile of `key`: waits until the cache holds the controller's own writes of
+    /// the object and, while it is still there, has seen the creates and deletes its last
+    /// reconcile made (with read-your-writes on; for at most its timeout).
+    pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
+        self.fence_object(self.store(), self.own_resource(), key)
+            .await;
+        let Some(expectations) = self.expectations() else {
+            return;
+        };
+        if self.store().get(key).is_some() {
+            expectations.settle(self.factory(), key).await;
+        } else {
+            expectations.forget(key);
+        }
+    }
+
     /// Waits until `store`, the cache of `resource`, has brought in the controller's writes of
     /// it in `namespace` (every namespace when `None`), deletes included.
     pub(crate) async fn fence_list<C: Resource>(

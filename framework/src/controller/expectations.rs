@@ -20,12 +20,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
-use kube::Resource;
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::Context;
 use crate::cache::{Fence, ObjectKey, Waited};
 use crate::informer::Factory;
 use crate::metrics::ExpectationMetrics;
@@ -199,24 +197,6 @@ fn namespace_of(fence: &Fence) -> Option<&str> {
     match fence {
         Fence::Version { key, .. } | Fence::Gone { key, .. } => key.namespace(),
         Fence::Namespace { namespace, .. } => namespace.as_deref(),
-    }
-}
-
-impl<K: Resource> Context<K> {
-    /// Before a reconcile of `key`: waits until the cache holds the controller's own writes of
-    /// the object and, while it is still there, has seen the creates and deletes its last
-    /// reconcile made (with read-your-writes on; for at most its timeout).
-    pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
-        self.fence_object(self.store(), self.own_resource(), key)
-            .await;
-        let Some(expectations) = self.expectations() else {
-            return;
-        };
-        if self.store().get(key).is_some() {
-            expectations.settle(self.factory(), key).await;
-        } else {
-            expectations.forget(key);
-        }
     }
 }
 
