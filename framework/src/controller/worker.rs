@@ -65,7 +65,8 @@ async fn process<K: Cacheable>(
     key: &ObjectKey,
 ) -> Finished {
     // After a write of its own (a status, a finalizer), the object as the controller left it,
-    // and the objects its last reconcile created with generateName or deleted (see expectations).
+    // and the objects its last reconcile created with generateName, wrote as their controller or
+    // deleted (see expectations).
     shared.ctx.before_reconcile(key).await;
     let Some(obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.

@@ -1,4 +1,4 @@
-//! Counts the expectations a controller holds: its own creates and deletes it waits to observe.
+//! Counts the expectations a controller holds: its own writes it waits to see in its cache.
 
 use prometheus::{IntCounter, IntGauge};
 
@@ -8,7 +8,7 @@ use super::Metrics;
 /// `kubeward_expectations_timeouts_total`, at 0 from the start.
 #[derive(Clone, Debug)]
 pub(crate) struct ExpectationMetrics {
-    /// Creates and deletes recorded and not yet observed by the cache.
+    /// Writes recorded and not yet seen in the cache.
     pub(crate) pending: IntGauge,
     /// Expectations the controller stopped waiting for at the timeout, acting without them.
     pub(crate) timeouts: IntCounter,

@@ -214,13 +214,13 @@ pub const REFERENCE: &[Family] = &[
         name: "kubeward_expectations_pending",
         kind: Kind::Gauge,
         labels: &["controller"],
-        help: "Creates with generateName and deletes a controller made while reconciling an owner and has not yet seen in its cache: the owner's next reconcile waits for them.",
+        help: "Creates with generateName, writes of owned objects and deletes a controller made while reconciling an owner and has not yet seen in its cache: the owner's next reconcile waits for them.",
     },
     Family {
         name: "kubeward_expectations_timeouts_total",
         kind: Kind::Counter,
         labels: &["controller"],
-        help: "Expected creates and deletes a controller stopped waiting for at the timeout, reconciling their owner without having seen them.",
+        help: "Expected writes (creates with generateName, writes of owned objects, deletes) a controller stopped waiting for at the timeout, reconciling their owner without having seen them.",
     },
     Family {
         name: "kubeward_sharder_shards",
