@@ -6,8 +6,8 @@
 //! The informers' client goes through a [`TcpProxy`] that holds every byte from kube-apiserver
 //! for the delay; the reconciles' client and the workload talk to it directly, so only the cache
 //! lags. The workload creates three sources and changes one every 60 ms (each every 180 ms) for
-//! 1.8 s; for the wrong-delete test it also adds a foreign copy of the source just before each
-//! change.
+//! 1.8 s; for the wrong-delete test, for 3.6 s, adding a foreign copy of the source just before
+//! each change.
 //! What the reconcilers did is counted on the API server's side, by a watch of the copies that
 //! does not go through the proxy.
 
@@ -29,7 +29,11 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 const SOURCES: usize = 3;
+/// Rounds of changes: each source changes once a round, every 180 ms.
 const ROUNDS: usize = 10;
+/// Rounds for the wrong-delete test: a wrong delete needs a stale view and an unlucky pick,
+/// so it runs twice as long to show one without expectations in every run.
+const DELETE_ROUNDS: usize = 20;
 /// How many copies of each source the trimmer keeps.
 const KEEP: usize = 2;
 
@@ -152,6 +156,7 @@ async fn keep(
     delay: Duration,
     want: usize,
     extras: bool,
+    rounds: usize,
 ) -> anyhow::Result<Seen> {
     let on = if expecting { "on" } else { "off" };
     let ns = cp
@@ -206,7 +211,7 @@ async fn keep(
         };
         api.create(&PostParams::default(), &source).await?;
     }
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for n in 0..SOURCES {
             ticks.tick().await;
             let source = format!("source-{n}");
@@ -262,9 +267,10 @@ async fn off_and_on(
     extras: bool,
 ) -> anyhow::Result<(Seen, Seen)> {
     let cp = ControlPlane::shared().await?;
+    let rounds = if extras { DELETE_ROUNDS } else { ROUNDS };
     let (off, on) = tokio::join!(
-        keep(cp, test, false, delay, want, extras),
-        keep(cp, test, true, delay, want, extras)
+        keep(cp, test, false, delay, want, extras, rounds),
+        keep(cp, test, true, delay, want, extras, rounds)
     );
     Ok((off?, on?))
 }
