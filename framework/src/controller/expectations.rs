@@ -1,20 +1,20 @@
 //! Holds an owner's next reconcile back until the cache has seen the objects its last reconcile
-//! created with `generateName` or deleted.
+//! created with `generateName`, wrote as their controller or deleted.
 //!
 //! A fenced read waits for a write it can name: an object at a resourceVersion, a namespace's
 //! newest version. Some writes a reconcile cannot look up by name afterwards: a create with
 //! `generateName` (the API server picks the name) and the deletes of owned objects, which a
 //! reconcile finds again through a selector, an index or the store itself, reads no fence
-//! covers (nor does `ctx.owned`, an index look-up that does not wait: the writes of objects
-//! the owner controls are expected too). So, as client-go's `ControllerExpectations` and JOSDK's `ExpectationManager`, the
-//! controller remembers those writes per owner (the object whose reconcile made them, known
-//! from the task it runs on) and, before it reconciles that owner again, waits until the owned
-//! kind's informer has seen each of them: the created object at its resourceVersion (or anything
-//! newer in its namespace), the deleted uid gone or marked for deletion. The wait is woken by the
-//! informer's store, lasts at most the controller's read-your-writes timeout counted from the
-//! last write, and then the reconcile goes ahead and `kubeward_expectations_timeouts_total`
-//! counts what was not seen. The key stays the worker's meanwhile: changes arriving for it are
-//! queued behind, never dropped.
+//! covers; nor does `ctx.owned`, an index look-up that does not wait, so the writes of objects
+//! the owner controls are expected too. So, as client-go's `ControllerExpectations` and JOSDK's
+//! `ExpectationManager`, the controller remembers those writes per owner (the object whose
+//! reconcile made them, known from the task it runs on) and, before it reconciles that owner
+//! again, waits until the owned kind's informer has seen each of them: the written object at its
+//! resourceVersion (or anything newer in its namespace), the deleted uid gone or marked for
+//! deletion. The wait is woken by the informer's store, lasts at most the controller's
+//! read-your-writes timeout counted from the last write, and then the reconcile goes ahead and
+//! `kubeward_expectations_timeouts_total` counts what was not seen. The key stays the worker's
+//! meanwhile: changes arriving for it are queued behind, never dropped.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -33,14 +33,13 @@ tokio::task_local! {
     static OWNER: ObjectKey;
 }
 
-/// Runs `reconcile`, the reconcile of `owner`, so that the creates and deletes it makes are
-/// expected of `owner` (writes from tasks it spawns are not).
+/// Runs `reconcile`, the reconcile of `owner`, so that the writes it makes are expected of
+/// `owner` (writes from tasks it spawns are not).
 pub(crate) async fn reconciling<F: Future>(owner: ObjectKey, reconcile: F) -> F::Output {
     OWNER.scope(owner, reconcile).await
 }
 
-/// The creates and deletes a controller's reconciles made and its caches have not shown yet,
-/// by owner.
+/// The writes a controller's reconciles made and its caches have not shown yet, by owner.
 #[derive(Debug)]
 pub(crate) struct Expectations {
     /// The controller's own kind, as fences name it: deleting the owner itself is no expectation.
