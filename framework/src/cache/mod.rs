@@ -26,7 +26,7 @@ pub use error::{Error, Result};
 pub(crate) use fence::{Fence, Waited};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use key::ObjectKey;
-pub(crate) use resource_version::newer;
+pub(crate) use resource_version::NewestPerNamespace;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use store::compact_store;
 pub(crate) use store::compact_store_with;

@@ -63,6 +63,19 @@ impl NewestPerNamespace {
             .map(String::as_str)
     }
 
+    /// Forgets the version kept for `namespace` if it is `version` (not a newer one).
+    pub(crate) fn remove_if(&mut self, namespace: Option<&str>, version: &str) {
+        let key = namespace.unwrap_or_default();
+        if self.0.get(key).is_some_and(|newest| newest == version) {
+            self.0.remove(key);
+        }
+    }
+
+    /// Whether no version is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Every namespace (`None`: cluster-scoped objects) with its newest version.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Option<&str>, &str)> {
         self.0.iter().map(|(namespace, version)| {
@@ -111,5 +124,14 @@ mod tests {
         let mut all: Vec<_> = newest.iter().collect();
         all.sort_unstable();
         assert_eq!(all, [(None, "3"), (Some("ns"), "10")]);
+        newest.remove_if(Some("ns"), "9");
+        assert_eq!(
+            newest.get(Some("ns")),
+            Some("10"),
+            "9 was no longer the newest"
+        );
+        newest.remove_if(Some("ns"), "10");
+        newest.remove_if(None, "3");
+        assert!(newest.is_empty());
     }
 }

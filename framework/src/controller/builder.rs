@@ -237,8 +237,17 @@ impl<K: Cacheable> Controller<K> {
     /// (the object a reconcile is handed, `ctx.get`, `ctx.list`) first waits until the informer
     /// has brought the write in, for at most [`Self::read_your_writes_timeout`]. So a reconcile
     /// never acts on a cache older than its controller's last write: no second object created
-    /// with `generateName`, no 409 Conflict from a stale resourceVersion. Off, reads never wait,
-    /// as in controller-runtime and kube-runtime by default. See the book's cache page.
+    /// with `generateName`, no 409 Conflict from a stale resourceVersion.
+    ///
+    /// On, it also keeps expectations: the creates with `generateName`, writes of objects the
+    /// reconciled object controls, and deletes a reconcile makes through the context's client
+    /// are expected of the object it reconciles, and that object's next reconcile waits until
+    /// the owned kind's cache shows them (for at most the same timeout;
+    /// `kubeward_expectations_timeouts_total` counts those it stopped waiting for), whatever
+    /// way the reconcile then reads the cache (`ctx.store()`, `ctx.owned`, a lister).
+    ///
+    /// Off, reads never wait and nothing is expected, as in controller-runtime and kube-runtime
+    /// by default. See the book's cache page.
     pub fn read_your_writes(mut self, on: bool) -> Self {
         self.read_your_writes = on.then_some(
             self.read_your_writes

@@ -9,13 +9,14 @@ use kube::core::ObjectMeta;
 use kube::{Client, Resource};
 
 use super::Kind;
+use super::expectations::Expectations;
 use super::fenced_client::fenced;
 use super::fences::Fences;
 use super::own_writes::OwnWrites;
 use crate::cache::{Fence, ObjectKey, Store, Waited};
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};
-use crate::metrics::{Metrics, ReadMetrics};
+use crate::metrics::{ExpectationMetrics, Metrics, ReadMetrics};
 #[cfg(feature = "sharding")]
 use crate::sharding::OwnedLabels;
 
@@ -39,6 +40,9 @@ struct Inner<K> {
     /// With read-your-writes on: the marks of the controller's writes, and how long a read
     /// waits for them at most.
     fences: Option<(Arc<Fences>, Duration)>,
+    /// With read-your-writes on: the creates and deletes each owner's next reconcile waits for.
+    expectations: Option<Arc<Expectations>>,
+    expectation_metrics: ExpectationMetrics,
     /// The client whose writes leave marks in `fences`, made on first use (it spawns a task).
     fenced_client: OnceLock<Client>,
     /// On a shard: the label the owned objects it applies get.
@@ -83,6 +87,7 @@ impl<K: Resource> Context<K> {
             format!("{}.{}", of.plural, of.group)
         };
         reads.start_waits(&own_resource);
+        let expectation_metrics = metrics.expectations(&name);
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -96,6 +101,8 @@ impl<K: Resource> Context<K> {
                 kind,
                 own_resource,
                 fences: None,
+                expectations: None,
+                expectation_metrics,
                 fenced_client: OnceLock::new(),
                 #[cfg(feature = "sharding")]
                 owned_labels: None,
@@ -122,6 +129,10 @@ impl<K: Resource> Context<K> {
             unreachable!("invariant: a context is not shared before it is complete");
         };
         inner.fences = timeout.map(|timeout| (Arc::new(Fences::default()), timeout));
+        inner.expectations = timeout.map(|timeout| {
+            let metrics = inner.expectation_metrics.clone();
+            Arc::new(Expectations::new(&inner.own_resource, timeout, metrics))
+        });
         self
     }
 
@@ -146,13 +157,15 @@ impl<K: Resource> Context<K> {
     /// through it is noted, and the context's cached reads wait until the informer has seen it.
     #[must_use]
     pub fn client(&self) -> Client {
-        let Some((fences, _)) = &self.inner.fences else {
+        let (Some((fences, _)), Some(expectations)) =
+            (&self.inner.fences, &self.inner.expectations)
+        else {
             return self.inner.client.clone();
         };
-        let client = self
-            .inner
-            .fenced_client
-            .get_or_init(|| fenced(self.inner.client.clone(), Arc::clone(fences)));
+        let client = self.inner.fenced_client.get_or_init(|| {
+            let (fences, expectations) = (Arc::clone(fences), Arc::clone(expectations));
+            fenced(self.inner.client.clone(), fences, expectations)
+        });
         client.clone()
     }
 
@@ -172,6 +185,22 @@ impl<K: Resource> Context<K> {
         self.fence(store, resource, wanted).await;
     }
 
+    /// Before a reconcile of `key`: waits until the cache holds the controller's own writes of
+    /// the object and, while it is still there, has seen the creates and deletes its last
+    /// reconcile made (with read-your-writes on; for at most its timeout).
+    pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
+        self.fence_object(self.store(), self.own_resource(), key)
+            .await;
+        let Some(expectations) = self.expectations() else {
+            return;
+        };
+        if self.store().get(key).is_some() {
+            expectations.settle(self.factory(), key).await;
+        } else {
+            expectations.forget(key);
+        }
+    }
+
     /// Waits until `store`, the cache of `resource`, has brought in the controller's writes of
     /// it in `namespace` (every namespace when `None`), deletes included.
     pub(crate) async fn fence_list<C: Resource>(
@@ -185,6 +214,11 @@ impl<K: Resource> Context<K> {
         };
         let wanted = fences.of_list(resource, namespace);
         self.fence(store, resource, wanted).await;
+    }
+
+    /// With read-your-writes on: the creates and deletes each owner's next reconcile waits for.
+    pub(crate) fn expectations(&self) -> Option<&Expectations> {
+        self.inner.expectations.as_deref()
     }
 
     /// The name of the controller's own kind, as its fences name it.

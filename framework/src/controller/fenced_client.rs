@@ -1,4 +1,6 @@
-//! Wraps a controller's client so that every write it makes leaves a mark for fenced reads.
+//! Wraps a controller's client so that every write it makes leaves a mark for fenced reads,
+//! and the creates with `generateName`, writes of owned objects and deletes a reconcile makes
+//! are expected of its owner.
 //!
 //! The answer to a create, update, patch or delete names the object's new resourceVersion (or,
 //! for a delete that removed it, its uid): the wrapper reads it from the response body, which
@@ -13,14 +15,20 @@ use kube::api::ObjectMeta;
 use kube::client::Body;
 use serde::Deserialize;
 
+use super::expectations::Expectations;
 use super::fences::Fences;
-use crate::cache::ObjectKey;
+use crate::cache::{Fence, ObjectKey};
 
-/// `client`, whose writes are noted in `fences`.
-pub(crate) fn fenced(client: Client, fences: Arc<Fences>) -> Client {
+/// `client`, whose writes are noted in `fences` and, made during a reconcile, in `expectations`.
+pub(crate) fn fenced(
+    client: Client,
+    fences: Arc<Fences>,
+    expectations: Arc<Expectations>,
+) -> Client {
     let namespace = client.default_namespace().to_owned();
     let service = tower::service_fn(move |request: Request<Body>| {
         let (client, fences) = (client.clone(), Arc::clone(&fences));
+        let expectations = Arc::clone(&expectations);
         async move {
             let target = is_write(request.method())
                 .then(|| Target::of(request.uri().path(), request.method()))
@@ -30,7 +38,7 @@ pub(crate) fn fenced(client: Client, fences: Arc<Fences>) -> Client {
                 Some(target) if response.status().is_success() => {
                     let (parts, body) = response.into_parts();
                     let bytes = body.collect_bytes().await?;
-                    target.note(&fences, &bytes);
+                    target.note(&fences, &expectations, &bytes);
                     Ok::<_, kube::Error>(Response::from_parts(parts, Body::from(bytes)))
                 }
                 _ => Ok(response),
@@ -53,6 +61,8 @@ struct Target {
     namespace: Option<String>,
     name: Option<String>,
     delete: bool,
+    /// A create: a POST to the collection.
+    create: bool,
 }
 
 /// The fields of a write's answer that say what it left: an object, or a delete's `Status`.
@@ -102,19 +112,31 @@ impl Target {
             namespace: namespace.map(str::to_owned),
             name: name.map(str::to_owned),
             delete,
+            create: method == Method::POST && name.is_none(),
         })
     }
 
-    /// Notes in `fences` what the write answered with `body` left.
-    fn note(self, fences: &Fences, body: &[u8]) {
+    /// Notes in `fences` what the write answered with `body` left, and in `expectations` a
+    /// create with `generateName` or a delete.
+    fn note(self, fences: &Fences, expectations: &Expectations, body: &[u8]) {
         let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
             return;
         };
         let meta = &answer.metadata;
         let still_there = meta.deletion_timestamp.is_some()
             && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty());
-        if !self.delete || still_there {
+        if !self.delete {
             fences.wrote(&self.resource, meta);
+            expectations.wrote(&self.resource, meta, self.create);
+            return;
+        }
+        if still_there {
+            fences.wrote(&self.resource, meta);
+            if let (Some(name), Some(version)) = (&meta.name, &meta.resource_version) {
+                let key = ObjectKey::new(self.namespace.as_deref(), name);
+                let version = version.clone();
+                expectations.deleted(&self.resource, Fence::Version { key, version });
+            }
             return;
         }
         let uid = if answer.kind == "Status" {
@@ -125,13 +147,16 @@ impl Target {
         let name = self.name.or_else(|| meta.name.clone()).unwrap_or_default();
         if let Some(uid) = uid {
             let key = ObjectKey::new(self.namespace.as_deref(), &name);
-            fences.deleted(&self.resource, key, &uid);
+            fences.deleted(&self.resource, key.clone(), &uid);
+            expectations.deleted(&self.resource, Fence::Gone { key, uid });
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn target(resource: &str, namespace: Option<&str>, name: Option<&str>) -> Target {
@@ -140,14 +165,28 @@ mod tests {
             namespace: namespace.map(Into::into),
             name: name.map(Into::into),
             delete: false,
+            create: false,
         }
+    }
+
+    fn expectations() -> Expectations {
+        let metrics = crate::metrics::Metrics::new(&prometheus::Registry::new());
+        let metrics = metrics.expect("invariant: a fresh registry has no families");
+        Expectations::new(
+            "widgets",
+            Duration::from_secs(5),
+            metrics.expectations("test"),
+        )
     }
 
     #[test]
     fn a_write_path_names_its_resource_namespace_and_object() {
         assert_eq!(
             Target::of("/api/v1/namespaces/ns/configmaps", &Method::POST),
-            Some(target("configmaps", Some("ns"), None))
+            Some(Target {
+                create: true,
+                ..target("configmaps", Some("ns"), None)
+            })
         );
         assert_eq!(
             Target::of(
@@ -178,10 +217,10 @@ mod tests {
 
     #[test]
     fn a_delete_that_removed_the_object_marks_its_uid_and_one_held_by_finalizers_its_version() {
-        let fences = Fences::default();
+        let (fences, expectations) = (Fences::default(), expectations());
         let gone = Target::of("/api/v1/namespaces/ns/configmaps/a", &Method::DELETE);
         let status = br#"{"kind":"Status","details":{"name":"a","uid":"u1"}}"#;
-        gone.unwrap().note(&fences, status);
+        gone.unwrap().note(&fences, &expectations, status);
         let key = ObjectKey::new(Some("ns"), "a");
         assert_eq!(
             fences.of_object("configmaps", &key),
@@ -193,7 +232,7 @@ mod tests {
         let held = Target::of("/api/v1/namespaces/ns/configmaps/a", &Method::DELETE);
         let object = br#"{"kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u2",
             "resourceVersion":"7","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["x"]}}"#;
-        held.unwrap().note(&fences, object);
+        held.unwrap().note(&fences, &expectations, object);
         assert_eq!(
             fences.of_object("configmaps", &key),
             [crate::cache::Fence::Version {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
-use crate::cache::{Fence, ObjectKey};
+use crate::cache::{Fence, NewestPerNamespace, ObjectKey};
 
 /// How many objects per resource keep a mark; past it, an arbitrary one is forgotten.
 const CAPACITY: usize = 4096;
@@ -28,7 +28,7 @@ pub(crate) struct Fences {
 #[derive(Debug, Default)]
 struct Marks {
     objects: HashMap<ObjectKey, Mark>,
-    newest: HashMap<Option<String>, String>,
+    newest: NewestPerNamespace,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,10 +47,7 @@ impl Fences {
         let key = ObjectKey::new(meta.namespace.as_deref(), name);
         let mut by_resource = self.by_resource.lock();
         let marks = by_resource.entry(resource.to_owned()).or_default();
-        let newest = marks.newest.entry(meta.namespace.clone()).or_default();
-        if newest.is_empty() || crate::cache::newer(newest, version) == version {
-            version.clone_into(newest);
-        }
+        marks.newest.note(meta.namespace.as_deref(), version);
         marks.mark(key, Mark::Version(version.to_owned()));
     }
 
@@ -81,10 +78,10 @@ impl Fences {
         let versions = marks
             .newest
             .iter()
-            .filter(|(ns, _)| in_scope(ns.as_deref()))
+            .filter(|(ns, _)| in_scope(*ns))
             .map(|(ns, version)| Fence::Namespace {
-                namespace: ns.clone(),
-                version: version.clone(),
+                namespace: ns.map(str::to_owned),
+                version: version.to_owned(),
             });
         let deletes = marks
             .objects
@@ -104,9 +101,7 @@ impl Fences {
         for passed in fences {
             match passed {
                 Fence::Namespace { namespace, version } => {
-                    if marks.newest.get(namespace) == Some(version) {
-                        marks.newest.remove(namespace);
-                    }
+                    marks.newest.remove_if(namespace.as_deref(), version);
                 }
                 Fence::Version { key, .. } | Fence::Gone { key, .. } => {
                     if marks.objects.get(key).map(|mark| fence(key, mark)).as_ref() == Some(passed)

@@ -51,6 +51,7 @@ mod drain;
 mod dynamic;
 mod erased;
 mod error;
+mod expectations;
 mod failure;
 mod fenced_client;
 mod fences;

@@ -65,10 +65,10 @@ async fn process<K: Cacheable>(
     shared: &Shared<K>,
     key: &ObjectKey,
 ) -> Finished {
-    // After a write of its own (a status, a finalizer), the object as the controller left it.
-    (shared.ctx)
-        .fence_object(shared.ctx.store(), shared.ctx.own_resource(), key)
-        .await;
+    // After a write of its own (a status, a finalizer), the object as the controller left it,
+    // and the objects its last reconcile created with generateName, wrote as their controller or
+    // deleted (see expectations).
+    shared.ctx.before_reconcile(key).await;
     let Some(mut obj) = shared.ctx.store().get(key) else {
         // Deleted: nothing to reconcile, and its failures are history.
         return Finished::Forget;
@@ -103,6 +103,7 @@ async fn process<K: Cacheable>(
     let attempt = shared
         .reconciler
         .run(Arc::clone(&obj), &shared.ctx, shared.timeout);
+    let attempt = super::expectations::reconciling(key.clone(), attempt);
     let outcome = AssertUnwindSafe(attempt)
         .catch_unwind()
         .instrument(span.clone())

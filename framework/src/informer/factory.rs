@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::{join_all, try_join_all};
 use kube::{Api, Client, Resource};
@@ -14,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use super::cache_scope::Source;
 use super::{CacheScope, Config, Error, Result, SharedInformer, Stats, Synced, Watchable};
+use crate::cache::{Fence, Waited};
 
 /// Hands out shared informers: asking twice for the same type, namespace and selectors gives
 /// the same informer (one list, one watch), whoever asks.
@@ -68,6 +70,8 @@ trait ErasedInformer: Send + Sync {
     fn stats(&self) -> Arc<Stats>;
     fn objects(&self) -> usize;
     fn newest_resource_version(&self) -> Option<String>;
+    fn has_synced(&self) -> bool;
+    fn wait_for(&self, fences: Vec<Fence>, timeout: Duration) -> BoxFuture<'static, Waited>;
 }
 
 impl<K> ErasedInformer for SharedInformer<K>
@@ -100,6 +104,15 @@ where
 
     fn newest_resource_version(&self) -> Option<String> {
         self.store().newest_overall()
+    }
+
+    fn has_synced(&self) -> bool {
+        SharedInformer::has_synced(self)
+    }
+
+    fn wait_for(&self, fences: Vec<Fence>, timeout: Duration) -> BoxFuture<'static, Waited> {
+        let store = self.store();
+        Box::pin(async move { store.wait_for(&fences, timeout).await })
     }
 }
 
@@ -346,6 +359,35 @@ impl Factory {
             .collect()
     }
 
+    /// Waits until the cache of `resource` (`plural` or `plural.group`) in `namespace` (`None`:
+    /// cluster-scoped) has passed `fences`, for at most `timeout`: the cache of a synced informer
+    /// that lists every object of it there (one without selectors first). `None` when no
+    /// informer of the factory caches it.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads a store.
+    pub(crate) async fn wait_for(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        fences: Vec<Fence>,
+        timeout: Duration,
+    ) -> Option<Waited> {
+        let cache = {
+            let informers = self.informers.lock();
+            let mut caching: Vec<(&InformerKey, &Entry)> = informers
+                .iter()
+                .filter(|(key, entry)| {
+                    entry.erased.has_synced()
+                        && (key.urls.iter()).any(|url| lists(url, resource, namespace))
+                })
+                .collect();
+            caching.sort_by_key(|(key, _)| key.labels.is_some() || key.fields.is_some());
+            caching.first().map(|(_, entry)| entry.erased.clone_box())
+        }?;
+        Some(cache.wait_for(fences, timeout).await)
+    }
+
     fn erased(&self) -> Vec<Box<dyn ErasedInformer>> {
         self.informers
             .lock()
@@ -401,6 +443,27 @@ fn typed<K: 'static>(entry: &Entry) -> SharedInformer<K> {
         .expect("invariant: a factory entry's key holds the TypeId of its informer's type")
 }
 
+/// Whether an informer listing `url` caches every object of `resource` (`plural` or
+/// `plural.group`) in `namespace`.
+fn lists(url: &str, resource: &str, namespace: Option<&str>) -> bool {
+    let segments: Vec<&str> = url.split('/').filter(|s| !s.is_empty()).collect();
+    let (group, rest) = match segments.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return false,
+    };
+    let (listed, plural) = match rest {
+        ["namespaces", listed, plural] => (Some(*listed), *plural),
+        [plural] => (None, *plural),
+        _ => return false,
+    };
+    let plural_matches = match resource.split_once('.') {
+        Some((name, of)) => name == plural && of == group,
+        None => resource == plural && group.is_empty(),
+    };
+    plural_matches && (listed.is_none() || listed == namespace)
+}
+
 /// The resource of an informer: its URL path, then its selectors, if any.
 fn resource_name(key: &InformerKey) -> String {
     let selectors: Vec<String> = [
@@ -435,6 +498,30 @@ mod tests {
         assert_send(&factory.shutdown());
         assert_send(&informer.wait_for_sync());
         assert_send(&informer.shutdown());
+    }
+
+    #[test]
+    fn an_informer_url_lists_its_resource_in_its_namespace_or_in_all() {
+        assert!(lists(
+            "/api/v1/namespaces/a/configmaps",
+            "configmaps",
+            Some("a")
+        ));
+        assert!(!lists(
+            "/api/v1/namespaces/a/configmaps",
+            "configmaps",
+            Some("b")
+        ));
+        assert!(lists("/api/v1/configmaps", "configmaps", Some("b")));
+        assert!(!lists("/api/v1/configmaps", "secrets", Some("b")));
+        let widgets = "/apis/example.com/v1/namespaces/a/widgets";
+        assert!(lists(widgets, "widgets.example.com", Some("a")));
+        assert!(!lists(widgets, "widgets", Some("a")));
+        assert!(lists(
+            "/apis/example.com/v1/gadgets",
+            "gadgets.example.com",
+            None
+        ));
     }
 
     #[test]

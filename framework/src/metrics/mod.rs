@@ -11,6 +11,7 @@ mod client;
 mod controller;
 mod echoes;
 mod events;
+mod expectations;
 mod informer;
 mod reads;
 mod reference;
@@ -29,6 +30,7 @@ pub use client::REST_CLIENT_DURATION_BUCKETS;
 pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use echoes::EchoMetrics;
 pub(crate) use events::EventMetrics;
+pub(crate) use expectations::ExpectationMetrics;
 pub(crate) use informer::{Factories, InformerCollector};
 pub(crate) use reads::{ReadMetrics, ReadSource};
 pub use reference::{Family, Kind, REFERENCE};
@@ -93,6 +95,8 @@ pub struct Metrics {
     pub(crate) paused: IntGaugeVec,
     pub(crate) cache_wait: HistogramVec,
     pub(crate) cache_wait_timeouts: IntCounterVec,
+    pub(crate) expectations_pending: IntGaugeVec,
+    pub(crate) expectations_timeouts: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
@@ -144,6 +148,11 @@ impl Metrics {
                 labels(CACHE_WAIT),
             )?,
             cache_wait_timeouts: IntCounterVec::new(opts(CACHE_WAIT + 1), labels(CACHE_WAIT + 1))?,
+            expectations_pending: IntGaugeVec::new(opts(EXPECTATIONS), labels(EXPECTATIONS))?,
+            expectations_timeouts: IntCounterVec::new(
+                opts(EXPECTATIONS + 1),
+                labels(EXPECTATIONS + 1),
+            )?,
             shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
             assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
             drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
@@ -187,6 +196,8 @@ impl Metrics {
         registry.register(Box::new(metrics.paused.clone()))?;
         registry.register(Box::new(metrics.cache_wait.clone()))?;
         registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
+        registry.register(Box::new(metrics.expectations_pending.clone()))?;
+        registry.register(Box::new(metrics.expectations_timeouts.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
@@ -227,6 +238,11 @@ impl Metrics {
     /// The `kubeward_reads_total` series of the context of `controller`.
     pub(crate) fn reads(&self, controller: &str) -> ReadMetrics {
         ReadMetrics::new(self, controller)
+    }
+
+    /// The `kubeward_expectations_*` series of `controller`, at 0.
+    pub(crate) fn expectations(&self, controller: &str) -> ExpectationMetrics {
+        ExpectationMetrics::new(self, controller)
     }
 
     /// The `kubeward_own_write_echoes_suppressed_total` series of `controller`, at 0.
@@ -315,8 +331,11 @@ const PAUSED: usize = ECHOES + 1;
 /// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
 /// [`REFERENCE`].
 const CACHE_WAIT: usize = PAUSED + 1;
+/// Where `kubeward_expectations_pending` and then `kubeward_expectations_timeouts_total` are in
+/// [`REFERENCE`].
+const EXPECTATIONS: usize = CACHE_WAIT + 2;
 /// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
-const SHARDER: usize = CACHE_WAIT + 2;
+const SHARDER: usize = EXPECTATIONS + 2;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
 const WEBHOOK: usize = SHARDER + 6;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
@@ -385,6 +404,7 @@ mod tests {
         sharder.handed_over("demo/a");
         sharder.set_lease_states(&[crate::sharding::ShardState::Ready]);
         let _ = metrics.shard_lease_losses("demo");
+        let _ = metrics.expectations("demo");
         metrics.set_leader("demo", true);
         let webhook = metrics.webhook();
         webhook.serve("/validate");

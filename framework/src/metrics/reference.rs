@@ -217,6 +217,18 @@ pub const REFERENCE: &[Family] = &[
         help: "Cached reads that stopped waiting for the controller's own writes at the timeout and read the cache as it was.",
     },
     Family {
+        name: "kubeward_expectations_pending",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Creates with generateName, writes of owned objects and deletes a controller made while reconciling an owner and has not yet seen in its cache: the owner's next reconcile waits for them.",
+    },
+    Family {
+        name: "kubeward_expectations_timeouts_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Expected writes (creates with generateName, writes of owned objects, deletes) a controller stopped waiting for at the timeout, reconciling their owner without having seen them.",
+    },
+    Family {
         name: "kubeward_sharder_shards",
         kind: Kind::Gauge,
         labels: &["ring"],

@@ -6,6 +6,7 @@ mod failure;
 mod paused_clock;
 mod simulation;
 mod simulation_cleanup;
+mod simulation_expectations;
 mod simulation_fencing;
 mod simulation_pause;
 mod slow_user_code;

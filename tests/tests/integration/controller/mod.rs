@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod dynamic;
+mod expectations;
 mod external;
 mod failure_loop;
 mod failures;
