@@ -129,6 +129,10 @@ async fn process<K: Cacheable>(
             }
         },
         Ok(Err(failure)) => {
+            // `Error::Timeout`'s step: the attempt was cut off by the controller's timeout.
+            if failure.step == "timeout" {
+                shared.metrics.timed_out();
+            }
             let connectivity = shared.ctx.factory().connectivity();
             if failure::is_outage(connectivity, &failure) {
                 failure::wait_for_server(queue, key, connectivity, &failure)

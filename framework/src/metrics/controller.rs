@@ -16,6 +16,7 @@ pub(crate) struct ControllerMetrics {
     errors: IntCounter,
     terminal_errors: IntCounter,
     panics: IntCounter,
+    timeouts: IntCounter,
     time: Histogram,
     active_workers: IntGauge,
 }
@@ -49,6 +50,7 @@ impl ControllerMetrics {
             errors: metrics.reconcile_errors.with_label_values(&[name]),
             terminal_errors: metrics.terminal_errors.with_label_values(&[name]),
             panics: metrics.panics.with_label_values(&[name]),
+            timeouts: metrics.reconcile_timeouts.with_label_values(&[name]),
             time: metrics.reconcile_time.with_label_values(&[name]),
             active_workers: metrics.active_workers.with_label_values(&[name]),
         };
@@ -62,6 +64,11 @@ impl ControllerMetrics {
     /// A reconcile started.
     pub(crate) fn started(&self) {
         self.active_workers.inc();
+    }
+
+    /// A reconcile was cut off by its timeout (its end is counted by [`Self::finished`] too).
+    pub(crate) fn timed_out(&self) {
+        self.timeouts.inc();
     }
 
     /// A reconcile ended with `outcome` after `took`.

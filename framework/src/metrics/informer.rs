@@ -36,6 +36,7 @@ struct Families {
     last_sync: GaugeVec,
     streamed_lists: IntCounterVec,
     newest: GaugeVec,
+    not_served: IntGaugeVec,
 }
 
 impl std::fmt::Debug for InformerCollector {
@@ -75,6 +76,8 @@ impl InformerCollector {
             streamed_lists: counter(FIRST + 6),
             newest: GaugeVec::new(opts(FIRST + 7), labels)
                 .expect("invariant: the informer families have valid names and labels"),
+            not_served: IntGaugeVec::new(opts(FIRST + 8), labels)
+                .expect("invariant: the informer families have valid names and labels"),
         };
         let descs = families
             .collectors()
@@ -90,7 +93,7 @@ impl InformerCollector {
 }
 
 impl Families {
-    fn collectors(&self) -> [&dyn Collector; 8] {
+    fn collectors(&self) -> [&dyn Collector; 9] {
         [
             &self.lists,
             &self.watches,
@@ -100,6 +103,7 @@ impl Families {
             &self.last_sync,
             &self.streamed_lists,
             &self.newest,
+            &self.not_served,
         ]
     }
 }
@@ -119,6 +123,7 @@ impl Collector for InformerCollector {
         families.last_sync.reset();
         families.streamed_lists.reset();
         families.newest.reset();
+        families.not_served.reset();
         // Informers of different types on one resource (typed, metadata-only, dynamic) get
         // distinct labels: ` #2`, ` #3` in the factory's stable order.
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -168,6 +173,10 @@ impl Collector for InformerCollector {
             if let Some(time) = stats.last_sync_time() {
                 families.last_sync.with_label_values(label).set(time);
             }
+            families
+                .not_served
+                .with_label_values(label)
+                .set(i64::from(stats.not_served()));
             // etcd's revisions stay far below 2^53, where an f64 is still exact.
             #[expect(clippy::cast_precision_loss, reason = "see above")]
             if let Some(newest) = newest.and_then(|v| v.parse::<u64>().ok()) {

@@ -97,6 +97,7 @@ pub struct Metrics {
     pub(crate) cache_wait_timeouts: IntCounterVec,
     pub(crate) expectations_pending: IntGaugeVec,
     pub(crate) expectations_timeouts: IntCounterVec,
+    pub(crate) reconcile_timeouts: IntCounterVec,
     pub(crate) shards: IntGaugeVec,
     pub(crate) assignments: IntCounterVec,
     pub(crate) drains: IntCounterVec,
@@ -153,6 +154,7 @@ impl Metrics {
                 opts(EXPECTATIONS + 1),
                 labels(EXPECTATIONS + 1),
             )?,
+            reconcile_timeouts: IntCounterVec::new(opts(TIMEOUTS), labels(TIMEOUTS))?,
             shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
             assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
             drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
@@ -198,6 +200,7 @@ impl Metrics {
         registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
         registry.register(Box::new(metrics.expectations_pending.clone()))?;
         registry.register(Box::new(metrics.expectations_timeouts.clone()))?;
+        registry.register(Box::new(metrics.reconcile_timeouts.clone()))?;
         registry.register(Box::new(metrics.shards.clone()))?;
         registry.register(Box::new(metrics.assignments.clone()))?;
         registry.register(Box::new(metrics.drains.clone()))?;
@@ -321,7 +324,7 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
 }
 
 /// Where `kubeward_events_total` is in [`REFERENCE`].
-const EVENTS: usize = 23;
+const EVENTS: usize = 24;
 /// Where `kubeward_reads_total` is in [`REFERENCE`].
 const READS: usize = EVENTS + 1;
 /// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
@@ -334,8 +337,10 @@ const CACHE_WAIT: usize = PAUSED + 1;
 /// Where `kubeward_expectations_pending` and then `kubeward_expectations_timeouts_total` are in
 /// [`REFERENCE`].
 const EXPECTATIONS: usize = CACHE_WAIT + 2;
+/// Where `controller_runtime_reconcile_timeouts_total` is in [`REFERENCE`].
+const TIMEOUTS: usize = EXPECTATIONS + 2;
 /// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
-const SHARDER: usize = EXPECTATIONS + 2;
+const SHARDER: usize = TIMEOUTS + 1;
 /// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
 const WEBHOOK: usize = SHARDER + 6;
 /// The index of the first `rest_client_*` family in [`REFERENCE`].
@@ -370,6 +375,10 @@ mod tests {
         let stats = informer.stats();
         crate::informer::Stats::count(&stats.list_requests);
         stats.synced_now();
+        // Answered 404 since, as when its CRD went.
+        stats
+            .not_served
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         informer.apply_quietly(k8s_openapi::api::core::v1::ConfigMap {
             metadata: kube::api::ObjectMeta {
                 name: Some("settings".into()),
@@ -491,6 +500,7 @@ mod tests {
             r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_decode_failures_total{resource="/api/v1/configmaps"} 0"#,
             r#"kubeward_informer_newest_resource_version{resource="/api/v1/configmaps"} 42"#,
+            r#"kubeward_informer_not_served{resource="/api/v1/configmaps"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
         }

@@ -181,6 +181,12 @@ pub const REFERENCE: &[Family] = &[
         help: "The newest resourceVersion an informer's store has applied, as a number (absent before the first, or when versions are not integers): how far its cache has come.",
     },
     Family {
+        name: "kubeward_informer_not_served",
+        kind: Kind::Gauge,
+        labels: &["resource"],
+        help: "1 while the API server answers an informer's list or watch with 404 Not Found (the kind is not served: for a custom resource, its CRD is not installed); its controller waits for it.",
+    },
+    Family {
         name: "kubeward_events_total",
         kind: Kind::Counter,
         labels: &["controller", "result"],
@@ -227,6 +233,12 @@ pub const REFERENCE: &[Family] = &[
         kind: Kind::Counter,
         labels: &["controller"],
         help: "Expected writes (creates with generateName, writes of owned objects, deletes) a controller stopped waiting for at the timeout, reconciling their owner without having seen them.",
+    },
+    Family {
+        name: "controller_runtime_reconcile_timeouts_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Reconciles cut off by the controller's reconcile timeout (counted as errors too).",
     },
     Family {
         name: "kubeward_sharder_shards",

@@ -474,3 +474,39 @@ async fn shutdown_lets_the_reconcile_in_flight_finish_and_starts_nothing_new() {
     assert_eq!(seen.rest(), [], "nothing starts after shutdown");
     cluster.factory.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_reconcile_cut_off_by_its_timeout_is_counted_as_a_timeout_and_an_error() {
+    let fake = fake();
+    fake.seed(&config_map("stuck")).expect("seed");
+    let (probe, mut seen) = probe(succeed);
+    // Held for good: only the timeout ends its reconcile.
+    let _gate = probe.hold("stuck");
+    let controller = quiet(probe)
+        .concurrency(1)
+        .reconcile_timeout(Duration::from_millis(50))
+        .rate_limiter(ExponentialBackoff::new(
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+        ));
+    let running = start(&fake, controller);
+
+    seen.next().await;
+    crate::testing::wait_for(Duration::from_secs(10), "the timeout to be counted", || {
+        let timeouts = running.sample("controller_runtime_reconcile_timeouts_total", None);
+        async move { (timeouts >= 1.0).then_some(timeouts) }
+    })
+    .await
+    .expect("the cut-off reconcile is counted");
+    let timeouts = running.sample("controller_runtime_reconcile_timeouts_total", None);
+    let errors = running.sample("controller_runtime_reconcile_errors_total", None);
+    assert!(
+        (timeouts - 1.0).abs() < f64::EPSILON,
+        "one timeout: {timeouts}"
+    );
+    assert!(
+        (errors - 1.0).abs() < f64::EPSILON,
+        "counted as an error too: {errors}"
+    );
+    running.stop().await;
+}
