@@ -347,10 +347,22 @@ impl Factory {
             .collect()
     }
 
+    /// Warns, as a replica starts leading, of the caches [behind](Self::behind) the API server:
+    /// its controllers work from them.
+    pub(crate) fn warn_of_caches_behind(&self) {
+        let behind = self.behind();
+        if !behind.is_empty() {
+            tracing::warn!(
+                behind = %behind.join(" "),
+                "leading while these caches are behind the API server: the controllers start \
+                 from what they hold and reconcile what their informers bring in as they catch up"
+            );
+        }
+    }
+
     /// The informers whose caches are behind the server now: not listed completely yet, or
     /// answered 404 (the kind is not served); every one of them while the server is unreachable.
-    /// A replica that starts leading says which, since its controllers work from these caches.
-    pub(crate) fn behind(&self) -> Vec<String> {
+    fn behind(&self) -> Vec<String> {
         let unreachable = self.config.connectivity.is_unreachable();
         self.observe()
             .into_iter()

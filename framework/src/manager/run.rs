@@ -52,18 +52,6 @@ impl Manager {
     }
 
     /// [`Self::run`]'s work.
-    /// Warns, as this replica starts leading, of the caches behind the API server.
-    fn warn_of_caches_behind(&self) {
-        let behind = self.factory().behind();
-        if !behind.is_empty() {
-            tracing::warn!(
-                behind = %behind.join(" "),
-                "leading while these caches are behind the API server: the controllers start \
-                 from what they hold and reconcile what their informers bring in as they catch up"
-            );
-        }
-    }
-
     async fn run_to_end(self) -> Result<()> {
         self.check_cache()?;
         let election = self.start_election()?;
@@ -103,7 +91,7 @@ impl Manager {
                         self.shutdown.cancel();
                         break;
                     }
-                    self.warn_of_caches_behind();
+                    self.factory().warn_of_caches_behind();
                     match standing_by.take() {
                         None => tracing::info!("leading: starting controllers"),
                         Some(since) => tracing::info!(
