@@ -1,4 +1,5 @@
-//! Sets a failed object's condition (`Ready` unless the controller names another) to `False`.
+//! Sets an object's condition (`Ready` unless the controller names another) on its status: to
+//! `False` for a failed reconcile, to `Unknown` on first sight, or as a reconcile reports it.
 
 use std::time::Duration;
 
@@ -20,11 +21,15 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// so that [`Cacheable`] need not require it of every owned and watched kind.
 pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
 
-/// What a failure report writes: the condition's type, reason and message.
-pub(super) struct Report<'a> {
-    pub(super) condition: &'a str,
-    pub(super) reason: &'a str,
-    pub(super) message: &'a str,
+/// What a report writes: the condition's type, status (`True`, `False` or `Unknown`), reason
+/// and message.
+pub(crate) struct Report<'a> {
+    pub(crate) condition: &'a str,
+    pub(crate) status: &'a str,
+    pub(crate) reason: &'a str,
+    pub(crate) message: &'a str,
+    /// Only where the object's status lacks the condition (its first state).
+    pub(crate) only_if_missing: bool,
 }
 
 /// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
@@ -34,8 +39,8 @@ pub(crate) fn applies(kind: &Kind) -> bool {
     kind.is_custom()
 }
 
-/// Sets `obj`'s condition to False with the report's reason and message, and its status'
-/// `observedGeneration` to the generation that failed, by a merge patch of the status
+/// Sets `obj`'s condition to the report's status, reason and message, and its status'
+/// `observedGeneration` to the generation reported on, by a merge patch of the status
 /// subresource, unless it already says exactly that. Failures are logged, never returned. The
 /// write goes through `own_writes`, so its watch event does not reconcile the object again.
 ///
@@ -43,7 +48,7 @@ pub(crate) fn applies(kind: &Kind) -> bool {
 /// before the reconcile, whose update a generation predicate filters out, the report is written
 /// once more on the object as the API server has it now: otherwise a terminal failure would
 /// never show.
-pub(super) async fn write<K: Cacheable>(
+pub(crate) async fn write<K: Cacheable>(
     client: Client,
     kind: &Kind,
     own_writes: &OwnWrites,
@@ -60,7 +65,8 @@ pub(super) async fn write<K: Cacheable>(
             if write(&latest).await == Written::Conflict {
                 tracing::debug!(
                     condition = report.condition,
-                    "the object changed again; not setting the condition to False"
+                    status = report.status,
+                    "the object changed again; not setting the condition"
                 );
             }
         }
@@ -98,7 +104,7 @@ async fn write_on<K: Cacheable>(
         }
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let Some(status) = failed_status(&object, report, now) else {
+    let Some(status) = reported_status(&object, report, now) else {
         return Written::Done;
     };
     // The resourceVersion is a precondition: the condition describes the version that failed.
@@ -120,11 +126,11 @@ async fn write_on<K: Cacheable>(
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Done,
         Ok(Err(error)) => {
             let error = chain(&error);
-            tracing::warn!(%error, condition, "could not set the failed condition on the object's status");
+            tracing::warn!(%error, condition, status = report.status, "could not set the condition on the object's status");
             Written::Done
         }
         Err(_) => {
-            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, "setting the failed condition on the object's status timed out");
+            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, status = report.status, "setting the condition on the object's status timed out");
             Written::Done
         }
     }
@@ -168,12 +174,12 @@ struct Answer {
 }
 
 /// The status to merge into `object`'s: its full condition list with the report's condition set
-/// to False (the report's reason and message, the object's generation), and, when the status
-/// keeps one (or has none yet), `observedGeneration` at the object's generation, so that the
-/// two agree that this generation was seen and failed. The transition time moves only when the
-/// condition was not False already. `None` when it already says exactly that, or when the status
-/// has no room for a condition list.
-pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
+/// to the report's status, reason and message, for the object's generation, and, when the
+/// status keeps one (or has none yet), `observedGeneration` at the object's generation, so that
+/// the two agree on the generation reported on. The transition time moves only when the
+/// condition's status changes (as `meta.SetStatusCondition`). `None` when it already says
+/// exactly that, or when the status has no room for a condition list.
+pub(crate) fn reported_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
     let status = match object.get("status") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(status)) => status.clone(),
@@ -192,9 +198,14 @@ pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> O
     let position = conditions
         .iter()
         .position(|c| c["type"] == report.condition);
+    if report.only_if_missing && position.is_some() {
+        return None;
+    }
     let previous = position.map(|i| conditions[i].clone());
-    let was_false = previous.as_ref().is_some_and(|c| c["status"] == "False");
-    if let Some(previous) = previous.as_ref().filter(|_| was_false)
+    let same_status = previous
+        .as_ref()
+        .is_some_and(|c| c["status"] == report.status);
+    if let Some(previous) = previous.as_ref().filter(|_| same_status)
         && previous["reason"] == report.reason
         && previous["message"] == report.message
         && previous["observedGeneration"].as_i64() == generation
@@ -204,14 +215,14 @@ pub(super) fn failed_status(object: &Value, report: &Report<'_>, now: Time) -> O
     }
     let condition = Condition {
         type_: report.condition.to_owned(),
-        status: "False".to_owned(),
+        status: report.status.to_owned(),
         reason: report.reason.to_owned(),
         message: report.message.to_owned(),
         last_transition_time: now,
         observed_generation: generation,
     };
     let mut condition = serde_json::to_value(condition).ok()?;
-    if let Some(since) = previous.filter(|_| was_false).and_then(|p| {
+    if let Some(since) = previous.filter(|_| same_status).and_then(|p| {
         p.get("lastTransitionTime")
             .filter(|t| !t.is_null())
             .cloned()
@@ -245,19 +256,21 @@ mod tests {
     fn report<'a>(reason: &'a str, message: &'a str) -> Report<'a> {
         Report {
             condition: "Ready",
+            status: "False",
             reason,
             message,
+            only_if_missing: false,
         }
     }
 
-    /// The condition list of a status `failed_status` would write.
+    /// The condition list of a status `reported_status` would write.
     fn failed_conditions(
         object: &Value,
         reason: &str,
         message: &str,
         now: Time,
     ) -> Option<Vec<Value>> {
-        let status = failed_status(object, &report(reason, message), now)?;
+        let status = reported_status(object, &report(reason, message), now)?;
         Some(status["conditions"].as_array()?.clone())
     }
 
@@ -313,10 +326,12 @@ mod tests {
         ]}));
         let available = Report {
             condition: "Available",
+            status: "False",
             reason: "Invalid",
             message: "no",
+            only_if_missing: false,
         };
-        let status = failed_status(&obj, &available, at(60)).expect("a write");
+        let status = reported_status(&obj, &available, at(60)).expect("a write");
         assert_eq!(
             status["observedGeneration"], 3,
             "both say generation 3 failed"
@@ -331,11 +346,60 @@ mod tests {
         );
         // Once written, the same failure writes nothing more.
         let written = object(&status);
-        assert_eq!(failed_status(&written, &available, at(120)), None);
+        assert_eq!(reported_status(&written, &available, at(120)), None);
         // A status without the field does not get it.
         let without = object(&json!({ "conditions": [] }));
-        let status = failed_status(&without, &available, at(60)).expect("a write");
+        let status = reported_status(&without, &available, at(60)).expect("a write");
         assert!(status.get("observedGeneration").is_none(), "{status}");
+    }
+
+    #[test]
+    fn the_first_state_is_set_only_where_the_condition_is_missing() {
+        let first = |object: &Value| {
+            let unknown = Report {
+                condition: "Ready",
+                status: "Unknown",
+                reason: "Reconciling",
+                message: "",
+                only_if_missing: true,
+            };
+            reported_status(object, &unknown, at(0))
+        };
+        let fresh = json!({ "metadata": { "name": "a", "generation": 1 } });
+        let status = first(&fresh).expect("a write");
+        assert_eq!(status["conditions"][0]["status"], "Unknown");
+        assert_eq!(status["conditions"][0]["reason"], "Reconciling");
+        let reported = object(&json!({ "conditions": [
+            { "type": "Ready", "status": "True", "reason": "Up", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z" },
+        ]}));
+        assert_eq!(
+            first(&reported),
+            None,
+            "a condition set is never put back to Unknown"
+        );
+    }
+
+    #[test]
+    fn unknown_to_true_is_a_transition_and_true_again_keeps_the_time() {
+        let obj = object(&json!({ "conditions": [
+            { "type": "Ready", "status": "Unknown", "reason": "Reconciling", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 3 },
+        ]}));
+        let up = Report {
+            condition: "Ready",
+            status: "True",
+            reason: "Applied",
+            message: "ok",
+            only_if_missing: false,
+        };
+        let status = reported_status(&obj, &up, at(60)).expect("a write");
+        assert_eq!(
+            status["conditions"][0]["lastTransitionTime"],
+            "1970-01-01T00:01:00Z"
+        );
+        let written = object(&status);
+        assert_eq!(reported_status(&written, &up, at(120)), None);
     }
 
     #[test]

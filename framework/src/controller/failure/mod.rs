@@ -1,13 +1,13 @@
 //! Settles a failed reconcile: requeues or forgets the key, and reports the error on the object.
 
-mod condition;
+pub(crate) mod condition;
 mod event;
 
 use std::sync::Arc;
 
-pub(crate) use condition::ToJson;
 #[cfg(test)]
 pub(crate) use condition::applies;
+pub(crate) use condition::{Report, ToJson, reported_status};
 
 use super::erased::{Failure, Next};
 use super::error::{api_status, truncate};
@@ -25,7 +25,8 @@ const MESSAGE_LIMIT: usize = 32 * 1024;
 /// The condition's reason when the error is not an API error with a reason of its own.
 const CONDITION_REASON: &str = "ReconcileError";
 
-/// Where a controller reports failed reconciles; both on unless the builder turns them off.
+/// What a controller reports on its objects: failed reconciles (both ways on unless the builder
+/// turns them off), its condition's first state, and its writes of owned objects (opt-in).
 #[derive(Clone, Debug)]
 pub(crate) struct Reporting {
     /// A Warning Event about the object.
@@ -34,6 +35,11 @@ pub(crate) struct Reporting {
     pub(crate) status: bool,
     /// The condition a failure sets to False: `Ready` unless the controller names another.
     pub(crate) condition: Arc<str>,
+    /// `condition=Unknown` (reason `Reconciling`) on an object whose status lacks it (with
+    /// `status` on).
+    pub(crate) initial: bool,
+    /// A Normal Event about the owner for each owned object `ctx.apply` creates or updates.
+    pub(crate) owned_events: bool,
 }
 
 impl Default for Reporting {
@@ -42,9 +48,27 @@ impl Default for Reporting {
             events: true,
             status: true,
             condition: Arc::from(DEFAULT_CONDITION),
+            initial: true,
+            owned_events: false,
         }
     }
 }
+
+impl Reporting {
+    /// Whether the controller keeps its condition on the status of objects of `kind`: custom
+    /// resources, with reporting on the status on.
+    pub(crate) fn keeps_condition(&self, kind: &super::Kind) -> bool {
+        self.status && condition::applies(kind)
+    }
+
+    /// Whether the controller sets its condition Unknown on objects of `kind` that lack it.
+    pub(crate) fn starts_unknown(&self, kind: &super::Kind) -> bool {
+        self.initial && self.keeps_condition(kind)
+    }
+}
+
+/// The reason of the condition's first state, `Unknown` until a reconcile says otherwise.
+pub(crate) const INITIAL_REASON: &str = "Reconciling";
 
 /// The condition failures are reported on unless a controller names another.
 pub(crate) const DEFAULT_CONDITION: &str = kubeward_core::condition::DEFAULT;
@@ -127,7 +151,7 @@ pub(crate) async fn report<K: Cacheable>(
     if reporting.events {
         event::report(ctx, obj, truncate(&text, NOTE_LIMIT));
     }
-    if reporting.status && condition::applies(ctx.kind()) {
+    if reporting.keeps_condition(ctx.kind()) {
         let reason = api_status(&*failure.error)
             .map(|s| s.reason.as_str())
             .filter(|r| is_reason(r))
@@ -135,8 +159,10 @@ pub(crate) async fn report<K: Cacheable>(
         let message = truncate(&text, MESSAGE_LIMIT);
         let report = condition::Report {
             condition: &reporting.condition,
+            status: "False",
             reason,
             message: &message,
+            only_if_missing: false,
         };
         condition::write(
             ctx.client(),

@@ -284,7 +284,11 @@ async fn a_conflict_is_retried_at_once_and_is_neither_an_error_nor_reported() {
         "counted as a requeue: {requeues}"
     );
     queue_moved_past(&fake, &widgets, "marker").await;
-    assert_eq!(ready(&fake, "racy"), None, "no condition for a conflict");
+    let racy_ready = ready(&fake, "racy");
+    assert!(
+        racy_ready.as_ref().is_none_or(|c| c["status"] != "False"),
+        "no False condition for a conflict (the retry that succeeds may set it Unknown): {racy_ready:?}"
+    );
     let reported = events_about(fake.client(), &racy)
         .await
         .expect("list Events");
