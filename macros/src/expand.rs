@@ -39,6 +39,10 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     let condition = &c.condition;
     let set_condition =
         (condition != kubeward_core::condition::DEFAULT).then(|| quote!(.condition(#condition)));
+    let initial_condition = c
+        .initial_condition
+        .map(|on| quote!(.initial_condition(#on)));
+    let owned_events = c.owned_events.map(|on| quote!(.owned_events(#on)));
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
         quote_spanned! {f.span()=>
@@ -81,6 +85,11 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
 
         #[automatically_derived]
         impl #kind {
+            /// The status condition the controller reports on (`#[controller(condition = "...")]`,
+            /// `Ready` by default): what `ctx.report` and the failure reports set, and what the
+            /// CRD's columns show.
+            pub const CONDITION: &'static str = #condition;
+
             /// The controller declared by `#[controller(...)]` on the spec struct, calling
             /// `reconciler`, with the kind's CRD and RBAC rules for the manager's `crd` and
             /// `manifests` subcommands; hand it to the manager.
@@ -118,6 +127,8 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                         #concurrency
                         #ring
                         #set_condition
+                        #initial_condition
+                        #owned_events
                 };
                 let rules = #krate::rbac::Rules::new()
                     .reconciled::<#kind>(#status, #needs_finalizers)
@@ -206,6 +217,9 @@ pub(crate) fn stub(stub: &Stub) -> TokenStream {
 
         #[automatically_derived]
         impl #kind {
+            /// Not generated: `#[derive(Controller)]` reported an error.
+            pub const CONDITION: &'static str = "";
+
             /// Not generated: `#[derive(Controller)]` reported an error.
             #[must_use]
             pub fn controller<R>(_reconciler: R) -> #krate::controller::Controller<#kind> {

@@ -34,6 +34,10 @@ pub(crate) struct Checked {
     pub(crate) ring: Option<syn::LitStr>,
     /// The status condition failures go on and the printer columns show (`Ready` by default).
     pub(crate) condition: String,
+    /// Whether the condition starts `Unknown` (`None`: the framework's default, on).
+    pub(crate) initial_condition: Option<bool>,
+    /// Whether owned-object writes record Events (`None`: the framework's default, off).
+    pub(crate) owned_events: Option<bool>,
     /// The spec struct's doc comment, line by line.
     pub(crate) docs: Vec<Expr>,
 }
@@ -141,6 +145,8 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             condition: c
                 .condition
                 .map_or_else(|| condition::DEFAULT.to_owned(), |c| c.value()),
+            initial_condition: c.initial_condition.map(|b| b.value),
+            owned_events: c.owned_events.map(|b| b.value),
             docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),
