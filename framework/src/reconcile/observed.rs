@@ -9,12 +9,15 @@ use super::Conditions;
 /// describes and the conditions: `#[kube(status = "Status")]` (the prelude brings it in).
 /// [`Context::report`](crate::controller::Context::report) and
 /// [`Context::succeed`](crate::controller::Context::succeed) write both in one status write;
-/// a status with fields of its own is a struct of the operator's with these two fields.
+/// a status with fields of its own is a struct of the operator's with these two fields. The
+/// CRD describes it to `kubectl explain` as "What the controller observed".
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(description = "What the controller observed.")]
 pub struct Status {
     /// The generation the status describes.
     pub observed_generation: Option<i64>,
-    /// What the controller observed, one condition per type.
+    /// The conditions, at most one per type; the controller's own is `Ready` unless it names
+    /// another.
     pub conditions: Conditions,
 }
