@@ -86,6 +86,9 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
         c.status == "False" && c.message == "0 of 2 replicas available"
     })
     .await?;
+    // `ctx.report` wrote the condition and the generation it describes together.
+    let observed = app.status.as_ref().and_then(|s| s.observed_generation);
+    assert_eq!(observed, app.metadata.generation, "{:?}", app.status);
     let replicas = |d: &Deployment| d.spec.replicas;
     assert_eq!(replicas(&deployments.get("web").await?), Some(2));
     assert!(services.get_opt("web").await?.is_some(), "the Service");

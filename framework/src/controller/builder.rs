@@ -595,7 +595,7 @@ mod tests {
         );
         assert_eq!(
             &*controller.reporting.condition,
-            super::super::failure::DEFAULT_CONDITION,
+            super::super::reporting::DEFAULT_CONDITION,
             "the bad type is not used"
         );
     }

@@ -9,10 +9,11 @@ use kube::core::ObjectMeta;
 use kube::{Client, Resource};
 
 use super::Kind;
-use super::failure::{Reporting, ToJson};
+use super::condition::ToJson;
 use super::fenced_client::fenced;
 use super::fences::Fences;
 use super::own_writes::OwnWrites;
+use super::reporting::Reporting;
 use crate::cache::{Fence, ObjectKey, Store, Waited};
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};

@@ -4,8 +4,8 @@
 use std::cell::Cell;
 use std::future::Future;
 
-use super::failure::INITIAL_REASON;
-use super::failure::condition::{self, Report};
+use super::condition::{self, Report};
+use super::reporting::INITIAL_REASON;
 use super::{Action, Cacheable, Context};
 
 tokio::task_local! {

@@ -30,6 +30,12 @@
 //!   (never a lost update), and the caller starts from the status it read, so others' fields
 //!   survive. Not server-side apply: the controller would become the owner of every field it
 //!   sends back, other writers' conditions included.
+//! - **One condition per controller, set by one piece of code**: a failed reconcile sets it
+//!   `False`, [`ctx.report`](crate::controller::Context::report) sets the outcome, and an object
+//!   that lacks it gets `Unknown` (`Reconciling`) first, each through the same function, so
+//!   transition times and `observedGeneration` follow one rule. The first state goes into the
+//!   reconcile's own status write when there is one, so a first reconcile that reports writes
+//!   the status once; the reconciler never spells the condition's type.
 //! - **Errors name what is missing**: a 403 becomes [`Error::Forbidden`] with the verb,
 //!   resource, group and namespace the controller's RBAC lacks.
 //!

@@ -12,8 +12,8 @@ use serde_json::json;
 use super::conditions::now;
 use super::diff::same;
 use super::{ConditionStatus, Error, Operation, Written};
-use crate::controller::failure::{INITIAL_REASON, Report, reported_status};
 use crate::controller::{Context, target_of};
+use crate::controller::{INITIAL_REASON, Report, reported_status};
 
 impl<K> Context<K>
 where

@@ -1,14 +1,13 @@
 //! Settles a failed reconcile: requeues or forgets the key, and reports the error on the object.
 
-pub(crate) mod condition;
 mod event;
 
 use std::sync::Arc;
 
-#[cfg(test)]
-pub(crate) use condition::applies;
-pub(crate) use condition::{Report, ToJson, reported_status};
+pub(crate) use super::condition::ToJson;
+pub(crate) use super::reporting::Reporting;
 
+use super::condition;
 use super::erased::{Failure, Next};
 use super::error::{api_status, truncate};
 use super::{Cacheable, Context, ErrorAction};
@@ -24,54 +23,6 @@ const NOTE_LIMIT: usize = 1024;
 const MESSAGE_LIMIT: usize = 32 * 1024;
 /// The condition's reason when the error is not an API error with a reason of its own.
 const CONDITION_REASON: &str = "ReconcileError";
-
-/// What a controller reports on its objects: failed reconciles (both ways on unless the builder
-/// turns them off), its condition's first state, and its writes of owned objects (opt-in).
-#[derive(Clone, Debug)]
-pub(crate) struct Reporting {
-    /// A Warning Event about the object.
-    pub(crate) events: bool,
-    /// `condition=False` in the status conditions of a custom resource.
-    pub(crate) status: bool,
-    /// The condition a failure sets to False: `Ready` unless the controller names another.
-    pub(crate) condition: Arc<str>,
-    /// `condition=Unknown` (reason `Reconciling`) on an object whose status lacks it (with
-    /// `status` on).
-    pub(crate) initial: bool,
-    /// A Normal Event about the owner for each owned object `ctx.apply` creates or updates.
-    pub(crate) owned_events: bool,
-}
-
-impl Default for Reporting {
-    fn default() -> Self {
-        Self {
-            events: true,
-            status: true,
-            condition: Arc::from(DEFAULT_CONDITION),
-            initial: true,
-            owned_events: false,
-        }
-    }
-}
-
-impl Reporting {
-    /// Whether the controller keeps its condition on the status of objects of `kind`: custom
-    /// resources, with reporting on the status on.
-    pub(crate) fn keeps_condition(&self, kind: &super::Kind) -> bool {
-        self.status && condition::applies(kind)
-    }
-
-    /// Whether the controller sets its condition Unknown on objects of `kind` that lack it.
-    pub(crate) fn starts_unknown(&self, kind: &super::Kind) -> bool {
-        self.initial && self.keeps_condition(kind)
-    }
-}
-
-/// The reason of the condition's first state, `Unknown` until a reconcile says otherwise.
-pub(crate) const INITIAL_REASON: &str = "Reconciling";
-
-/// The condition failures are reported on unless a controller names another.
-pub(crate) const DEFAULT_CONDITION: &str = kubeward_core::condition::DEFAULT;
 
 /// Requeues or forgets `key` as `failure` asks, logs it, and says how it counts.
 ///

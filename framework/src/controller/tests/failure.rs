@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Running, fake_for, start};
-use crate::controller::failure::applies;
 use crate::controller::{self, Action, Cleanup, Context, Controller, ErrorAction, Reconciler};
 use crate::queue::rate_limiter::ExponentialBackoff;
 use crate::testing::fake::Verb;
@@ -397,5 +396,6 @@ async fn reporting_that_fails_during_cleanup_does_not_keep_the_object_from_going
 
 #[test]
 fn a_custom_resource_gets_conditions() {
-    assert!(applies(&crate::controller::Kind::of::<Widget>()));
+    let reporting = crate::controller::failure::Reporting::default();
+    assert!(reporting.keeps_condition(&crate::controller::Kind::of::<Widget>()));
 }

@@ -32,13 +32,6 @@ pub(crate) struct Report<'a> {
     pub(crate) only_if_missing: bool,
 }
 
-/// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
-/// and is not a Kubernetes one), since built-in kinds' conditions belong to Kubernetes'
-/// own controllers (a Pod's `Ready` is the kubelet's).
-pub(crate) fn applies(kind: &Kind) -> bool {
-    kind.is_custom()
-}
-
 /// Sets `obj`'s condition to the report's status, reason and message, and its status'
 /// `observedGeneration` to the generation reported on, by a merge patch of the status
 /// subresource, unless it already says exactly that. Failures are logged, never returned. The
@@ -406,15 +399,5 @@ mod tests {
     fn a_status_whose_conditions_are_not_a_list_is_left_alone() {
         let obj = object(&json!({ "conditions": { "Ready": true } }));
         assert_eq!(failed_conditions(&obj, "ReconcileError", "x", at(0)), None);
-    }
-
-    #[test]
-    fn custom_resources_get_conditions_and_built_in_kinds_do_not() {
-        use k8s_openapi::api::apps::v1::Deployment;
-        use k8s_openapi::api::core::v1::Pod;
-        use k8s_openapi::api::networking::v1::Ingress;
-        assert!(!applies(&Kind::of::<Pod>()));
-        assert!(!applies(&Kind::of::<Deployment>()));
-        assert!(!applies(&Kind::of::<Ingress>()));
     }
 }
