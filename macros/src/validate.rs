@@ -101,19 +101,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             "`storage` names the stored version among `versions(...)`, which lists none",
         ));
     }
-    let concurrency = c
-        .concurrency
-        .as_ref()
-        .and_then(|lit| match lit.base10_parse::<u16>() {
-            Ok(n) if n > 0 => Some(n),
-            _ => {
-                errors.push(syn::Error::new(
-                    lit.span(),
-                    "`concurrency` must be a whole number from 1 to 65535",
-                ));
-                None
-            }
-        });
+    let concurrency = (c.concurrency.as_ref()).and_then(|lit| check_concurrency(lit, errors));
     if let Some(ring) = &c.ring
         && let Err(why) = names::short_dns_subdomain(&ring.value())
     {
@@ -220,6 +208,20 @@ fn distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// Reads `concurrency = n`: a whole number from 1 to 65535.
+fn check_concurrency(lit: &syn::LitInt, errors: &mut Vec<syn::Error>) -> Option<u16> {
+    match lit.base10_parse::<u16>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            errors.push(syn::Error::new(
+                lit.span(),
+                "`concurrency` must be a whole number from 1 to 65535",
+            ));
+            None
+        }
+    }
 }
 
 /// Checks `condition = "..."`: a condition type is a qualified name whose domain prefix is

@@ -13,6 +13,10 @@ pub(crate) const INITIAL_REASON: &str = "Reconciling";
 /// What a controller reports on its objects: failed reconciles (both ways on unless the builder
 /// turns them off), its condition's first state, and its writes of owned objects (opt-in).
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "four independent switches, one builder method each"
+)]
 pub(crate) struct Reporting {
     /// A Warning Event about the object.
     pub(crate) events: bool,

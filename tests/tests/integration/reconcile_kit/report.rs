@@ -87,20 +87,20 @@ impl Reconciler<Shelf> for Reporter {
 
     async fn reconcile(
         &self,
-        shelf: Arc<Shelf>,
+        item: Arc<Shelf>,
         ctx: &Context<Shelf>,
     ) -> Result<Action, kubeward::Error> {
-        let names: Vec<&str> = shelf.spec.children.iter().map(String::as_str).collect();
+        let names: Vec<&str> = item.spec.children.iter().map(String::as_str).collect();
         let mut previous = Vec::new();
         for name in &names {
-            let written = ctx.apply(&shelf, child(name, &shelf.spec.content)).await?;
+            let written = ctx.apply(&item, child(name, &item.spec.content)).await?;
             let content = |c: &Arc<ConfigMap>| c.data.as_ref()?.get("content").cloned();
             previous.push(written.previous().and_then(content));
         }
-        ctx.prune::<ConfigMap>(&shelf, &names).await?;
-        let annotations = shelf.annotations();
+        ctx.prune::<ConfigMap>(&item, &names).await?;
+        let annotations = item.annotations();
         if annotations.get("kit/mode").map(String::as_str) != Some("quiet") {
-            ctx.succeed(&shelf, "Applied", names.join(", ")).await?;
+            ctx.succeed(&item, "Applied", names.join(", ")).await?;
         }
         self.seen.lock().push(Seen {
             round: annotations.get("kit/round").cloned(),
