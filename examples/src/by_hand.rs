@@ -14,11 +14,13 @@ pub const FINALIZER: &str = "demo.kubeward.dev/cleanup";
 /// The controller built by hand, without the derive: what `ConfigMapGenerator::controller`
 /// generates from `#[controller(...)]` (less the CRD and RBAC rules the derive attaches for the
 /// manager's `crd` and `manifests` subcommands). It owns ConfigMaps, runs the generator's
-/// cleanup behind a finalizer, and reconciles a generator again only when its spec changed.
+/// cleanup behind a finalizer, records an Event for each ConfigMap it creates, updates or
+/// deletes, and reconciles a generator again only when its spec changed.
 pub fn controller_without_macro() -> Controller<ConfigMapGenerator> {
     Controller::with_finalizer(Generator, FINALIZER)
         .name("configmap-generator")
         .owns::<ConfigMap>()
+        .owned_events(true)
         .predicate(Predicate::generation_changed())
 }
 // ANCHOR_END: controller

@@ -1,17 +1,14 @@
 //! The example operator: a `ConfigMapGenerator` custom resource produces a ConfigMap.
 //!
-//! Its reconciler server-side-applies the owned ConfigMap, records the outcome in a Ready
-//! condition, emits Events, and deletes the ConfigMap through a finalizer when the generator is
-//! deleted. The framework does the rest: the CRD and RBAC manifests, failures reported on the
-//! object, no write when nothing changed, leader election, metrics and health. The CRD's older
-//! version is [`configmap_generator_v1alpha1`](crate::configmap_generator_v1alpha1).
-
-use std::sync::Arc;
+//! Its reconciler server-side-applies the owned ConfigMap, reports success on the Ready
+//! condition, emits an Event, and deletes the ConfigMap through a finalizer when the generator
+//! is deleted. The framework does the rest: the CRD and RBAC manifests, the condition's first
+//! state and failures reported on the object, Events for the ConfigMap's writes, no write when
+//! nothing changed, leader election, metrics and health. The CRD's older version is
+//! [`configmap_generator_v1alpha1`](crate::configmap_generator_v1alpha1).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeward::{Error, prelude::*};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 /// An annotation that makes a reconcile take longer, in whole seconds (e.g. `3`), to watch
 /// graceful shutdown.
@@ -21,25 +18,18 @@ pub const DELAY_ANNOTATION: &str = "demo.kubeward.dev/reconcile-delay";
 /// Asks for a ConfigMap holding `content`.
 #[derive(CustomResource, Controller, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[kube(group = "demo.kubeward.dev", version = "v1", namespaced)]
-#[kube(kind = "ConfigMapGenerator", status = "ConfigMapGeneratorStatus")]
+#[kube(kind = "ConfigMapGenerator", status = "Status")]
 #[kube(shortname = "cmg", category = "demo")]
 #[controller(reconciler = Generator, name = "configmap-generator", owns(ConfigMap))]
+#[controller(owned_events = true)]
 #[controller(finalizer = "demo.kubeward.dev/cleanup", predicate = Predicate::generation_changed())]
 #[controller(versions(crate::configmap_generator_v1alpha1::ConfigMapGenerator))]
 pub struct ConfigMapGeneratorSpec {
     /// What the generated ConfigMap's `content` key holds.
     pub content: String,
 }
-
-/// What the operator observed and did.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ConfigMapGeneratorStatus {
-    /// The generation the status describes.
-    pub observed_generation: Option<i64>,
-    /// `Ready` when the ConfigMap holds the spec's content.
-    pub conditions: Conditions,
-}
+// The status is the kit's `Status`: the generation observed and the conditions (`Ready` when
+// the ConfigMap holds the spec's content).
 // ANCHOR_END: crd
 
 /// The reconciler. It holds nothing: the client comes from the [`Context`].
@@ -61,11 +51,8 @@ impl Reconciler<ConfigMapGenerator> for Generator {
         cm.data = Some([("content".to_owned(), cmg.spec.content.clone())].into());
         ctx.apply(&cmg, cm).await?;
         // ANCHOR: event
-        let mut status = cmg.status.clone().unwrap_or_default();
         let message = format!("ConfigMap {name} holds the content");
-        let ready = Condition::new("Ready", true, "Generated", message);
-        status.conditions.set(ready);
-        if ctx.patch_status(&cmg, &status).await?.changed() {
+        if ctx.succeed(&cmg, "Generated", message).await?.changed() {
             let generation = cmg.metadata.generation.unwrap_or_default();
             let note = format!("applied ConfigMap {name} for generation {generation}");
             ctx.event(&cmg).normal("Generated", note);
@@ -79,10 +66,7 @@ impl Reconciler<ConfigMapGenerator> for Generator {
 impl Cleanup<ConfigMapGenerator> for Generator {
     // ANCHOR: cleanup_event
     async fn cleanup(&self, cmg: Arc<ConfigMapGenerator>, ctx: &Ctx) -> Result<(), Error> {
-        for deleted in ctx.prune::<ConfigMap>(&cmg, &[]).await? {
-            let note = format!("deleted ConfigMap {}", deleted.name());
-            ctx.event(&cmg).normal("Deleted", note);
-        }
+        ctx.prune::<ConfigMap>(&cmg, &[]).await?; // an Event `Deleted ConfigMap ...` each
         Ok(())
     }
     // ANCHOR_END: cleanup_event

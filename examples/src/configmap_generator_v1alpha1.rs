@@ -5,16 +5,12 @@ use std::convert::Infallible;
 
 use kubeward::conversion::Convertible;
 use kubeward::prelude::*;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use crate::configmap_generator::ConfigMapGeneratorStatus;
 
 // ANCHOR: v1alpha1
 /// Asks for a ConfigMap holding `data` (replaced by `v1`, where it is called `content`).
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[kube(group = "demo.kubeward.dev", version = "v1alpha1", namespaced)]
-#[kube(kind = "ConfigMapGenerator", status = "ConfigMapGeneratorStatus")]
+#[kube(kind = "ConfigMapGenerator", status = "Status")]
 #[kube(shortname = "cmg", category = "demo")]
 #[kube(deprecated = "demo.kubeward.dev/v1alpha1 ConfigMapGenerator is deprecated; use v1")]
 pub struct ConfigMapGeneratorSpec {

@@ -54,11 +54,9 @@ impl Reconciler<Site> for Publisher {
         let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
         ctx.prune::<ConfigMap>(&site, &keep).await?; // pages removed from the spec
 
-        let mut status = site.status.clone().unwrap_or_default();
-        let mut ready = Condition::new("Ready", true, "Published", format!("{} pages", keep.len()));
-        ready.observed_generation = site.metadata.generation;
-        status.conditions.set(ready);
-        ctx.patch_status(&site, &status).await?; // no request if unchanged
+        // `Ready=True` for this generation, in one status write; no request if unchanged.
+        let pages = format!("{} pages", keep.len());
+        ctx.succeed(&site, "Published", pages).await?;
         Ok(Action::await_change())
     }
 }

@@ -151,6 +151,7 @@ pub mod prelude {
     pub use crate::manager::Manager;
     pub use crate::reconcile::{
         Condition, ConditionStatus, Conditions, IgnoreNotFound as _, Named as _, NewCondition as _,
+        Operation, Status, Written,
     };
     pub use kube::{CustomResource, ResourceExt as _};
     pub use kubeward_macros::Controller;
@@ -170,11 +171,14 @@ pub mod prelude {
 /// `versions(Type, ...)` (the kind's other versions, each
 /// [`Convertible`](conversion::Convertible) to and from this one; this one is stored unless
 /// `storage = "version"` names another), `concurrency = n`, `predicate = expr`, `name = "..."`,
-/// `condition = "Type"` (the status condition failures go on and the columns show; `Ready` by
-/// default)
-/// and `crate = "path"` (default
-/// `::kubeward`). For the kind it generates:
+/// `condition = "Type"` (the status condition failures go on, `ctx.report` sets and the
+/// columns show; `Ready` by default), `initial_condition = false` (the condition does not start
+/// `Unknown`, see [`Controller::initial_condition`](controller::Controller::initial_condition)),
+/// `owned_events = true` (an Event for each owned object `ctx.apply` writes, see
+/// [`Controller::owned_events`](controller::Controller::owned_events)) and `crate = "path"`
+/// (default `::kubeward`). For the kind it generates:
 ///
+/// - `Kind::CONDITION`: the condition's type, for the reconciler and tests to name;
 /// - `Kind::controller(reconciler)`: the [`Controller`](controller::Controller) those keys
 ///   declare, carrying the kind's CRD and RBAC rules, so that the manager's `crd` and
 ///   `manifests` subcommands can print and write them (see `cli::Command`);

@@ -35,10 +35,8 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                 .map(|(ty, mapper)| quote_spanned!(ty.span()=> .watches_metadata::<#ty>(#mapper))),
         );
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
-    let ring = c.ring.as_ref().map(|r| quote!(.ring(#r)));
     let condition = &c.condition;
-    let set_condition =
-        (condition != kubeward_core::condition::DEFAULT).then(|| quote!(.condition(#condition)));
+    let settings = settings(c);
     // With a finalizer the reconciler must implement `Cleanup`; without one, it need not.
     let new = if let Some(f) = &c.finalizer {
         quote_spanned! {f.span()=>
@@ -47,8 +45,6 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
     } else {
         quote!(#krate::controller::Controller::<#kind>::new(reconciler))
     };
-    let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
-    let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
     let status = c.status;
     // `update` on `<plural>/finalizers`: for the finalizer, and for the `blockOwnerDeletion` of
     // the owner references `ctx.apply` sets on owned objects.
@@ -81,6 +77,11 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
 
         #[automatically_derived]
         impl #kind {
+            /// The status condition the controller reports on (`#[controller(condition = "...")]`,
+            /// `Ready` by default): what `ctx.report` and the failure reports set, and what the
+            /// CRD's columns show.
+            pub const CONDITION: &'static str = #condition;
+
             /// The controller declared by `#[controller(...)]` on the spec struct, calling
             /// `reconciler`, with the kind's CRD and RBAC rules for the manager's `crd` and
             /// `manifests` subcommands; hand it to the manager.
@@ -114,10 +115,7 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
                         #name
                         #(#owns)*
                         #(#watches)*
-                        #predicate
-                        #concurrency
-                        #ring
-                        #set_condition
+                        #settings
                 };
                 let rules = #krate::rbac::Rules::new()
                     .reconciled::<#kind>(#status, #needs_finalizers)
@@ -129,6 +127,22 @@ pub(crate) fn expand(c: &Checked) -> TokenStream {
             }
         }
     }
+}
+
+/// The builder calls of the keys that set one value each: predicate, concurrency, ring and the
+/// condition's settings (a condition other than the default, its first state, owned Events).
+fn settings(c: &Checked) -> TokenStream {
+    let predicate = c.predicate.as_ref().map(|p| quote!(.predicate(#p)));
+    let concurrency = c.concurrency.map(|n| quote!(.concurrency(#n)));
+    let ring = c.ring.as_ref().map(|r| quote!(.ring(#r)));
+    let condition = &c.condition;
+    let set_condition =
+        (condition != kubeward_core::condition::DEFAULT).then(|| quote!(.condition(#condition)));
+    let initial_condition = c
+        .initial_condition
+        .map(|on| quote!(.initial_condition(#on)));
+    let owned_events = c.owned_events.map(|on| quote!(.owned_events(#on)));
+    quote!(#predicate #concurrency #ring #set_condition #initial_condition #owned_events)
 }
 
 /// For a kind with other versions: its CRD with them all (each described by its own spec
@@ -206,6 +220,9 @@ pub(crate) fn stub(stub: &Stub) -> TokenStream {
 
         #[automatically_derived]
         impl #kind {
+            /// Not generated: `#[derive(Controller)]` reported an error.
+            pub const CONDITION: &'static str = "";
+
             /// Not generated: `#[derive(Controller)]` reported an error.
             #[must_use]
             pub fn controller<R>(_reconciler: R) -> #krate::controller::Controller<#kind> {

@@ -2,7 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
-use syn::{DeriveInput, Expr, Ident, LitInt, LitStr, Path, Token};
+use syn::{DeriveInput, Expr, Ident, LitBool, LitInt, LitStr, Path, Token};
 
 /// The keys `#[controller(...)]` accepts, for the "did you mean" suggestion.
 pub(crate) const KEYS: &[&str] = &[
@@ -19,6 +19,8 @@ pub(crate) const KEYS: &[&str] = &[
     "name",
     "ring",
     "condition",
+    "initial_condition",
+    "owned_events",
     "crate",
 ];
 
@@ -70,6 +72,10 @@ pub(crate) struct ControllerAttr {
     pub(crate) ring: Option<LitStr>,
     /// `condition = "Available"`: the status condition failures go on and the columns show.
     pub(crate) condition: Option<LitStr>,
+    /// `initial_condition = false`: the condition does not start `Unknown`.
+    pub(crate) initial_condition: Option<LitBool>,
+    /// `owned_events = true`: an Event for each owned object written.
+    pub(crate) owned_events: Option<LitBool>,
     pub(crate) krate: Option<LitStr>,
     /// Keys that are not in [`KEYS`], for validation to report with a suggestion.
     pub(crate) unknown: Vec<Ident>,
@@ -189,6 +195,10 @@ fn read_controller_key(
         "name" => c.name.replace(meta.value()?.parse()?).is_some(),
         "ring" => c.ring.replace(meta.value()?.parse()?).is_some(),
         "condition" => c.condition.replace(meta.value()?.parse()?).is_some(),
+        "initial_condition" => (c.initial_condition)
+            .replace(meta.value()?.parse()?)
+            .is_some(),
+        "owned_events" => c.owned_events.replace(meta.value()?.parse()?).is_some(),
         "crate" => c.krate.replace(meta.value()?.parse()?).is_some(),
         _ => {
             c.unknown.push(key);

@@ -34,6 +34,10 @@ pub(crate) struct Checked {
     pub(crate) ring: Option<syn::LitStr>,
     /// The status condition failures go on and the printer columns show (`Ready` by default).
     pub(crate) condition: String,
+    /// Whether the condition starts `Unknown` (`None`: the framework's default, on).
+    pub(crate) initial_condition: Option<bool>,
+    /// Whether owned-object writes record Events (`None`: the framework's default, off).
+    pub(crate) owned_events: Option<bool>,
     /// The spec struct's doc comment, line by line.
     pub(crate) docs: Vec<Expr>,
 }
@@ -97,19 +101,7 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             "`storage` names the stored version among `versions(...)`, which lists none",
         ));
     }
-    let concurrency = c
-        .concurrency
-        .as_ref()
-        .and_then(|lit| match lit.base10_parse::<u16>() {
-            Ok(n) if n > 0 => Some(n),
-            _ => {
-                errors.push(syn::Error::new(
-                    lit.span(),
-                    "`concurrency` must be a whole number from 1 to 65535",
-                ));
-                None
-            }
-        });
+    let concurrency = (c.concurrency.as_ref()).and_then(|lit| check_concurrency(lit, errors));
     if let Some(ring) = &c.ring
         && let Err(why) = names::short_dns_subdomain(&ring.value())
     {
@@ -141,6 +133,8 @@ pub(crate) fn validate(input: Input, errors: &mut Vec<syn::Error>) -> Result<Che
             condition: c
                 .condition
                 .map_or_else(|| condition::DEFAULT.to_owned(), |c| c.value()),
+            initial_condition: c.initial_condition.map(|b| b.value),
+            owned_events: c.owned_events.map(|b| b.value),
             docs: input.docs,
         }),
         (kind, _) => Err(Stub { kind, krate }),
@@ -214,6 +208,20 @@ fn distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// Reads `concurrency = n`: a whole number from 1 to 65535.
+fn check_concurrency(lit: &syn::LitInt, errors: &mut Vec<syn::Error>) -> Option<u16> {
+    match lit.base10_parse::<u16>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            errors.push(syn::Error::new(
+                lit.span(),
+                "`concurrency` must be a whole number from 1 to 65535",
+            ));
+            None
+        }
+    }
 }
 
 /// Checks `condition = "..."`: a condition type is a qualified name whose domain prefix is

@@ -11,8 +11,7 @@ use kubeward_examples::configmap_generator::{ConfigMapGenerator, Generator};
 // ANCHOR: main
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let about = "The example operator of kubeward: turns ConfigMapGenerators into ConfigMaps";
-    let manager = Operator::from_args(about).await?;
+    let manager = Operator::from_args("The example operator of kubeward: ConfigMaps").await?;
     manager.add(ConfigMapGenerator::controller(Generator))?;
     Ok(manager.run().await?) // or, for `crd` and `manifests`, print or write them and return
 }

@@ -27,7 +27,7 @@ async fn condition_of(
     let found = wait_for(REACT, what, || async {
         let app = apps.get(name).await.ok()?;
         let status = app.status.as_ref()?;
-        let available = status.conditions.find("Available")?;
+        let available = status.conditions.find(WebApp::CONDITION)?;
         check(available).then_some(app)
     })
     .await;
@@ -86,10 +86,15 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
         c.status == "False" && c.message == "0 of 2 replicas available"
     })
     .await?;
+    // `ctx.report` wrote the condition and the generation it describes together.
+    let observed = app.status.as_ref().and_then(|s| s.observed_generation);
+    assert_eq!(observed, app.metadata.generation, "{:?}", app.status);
     let replicas = |d: &Deployment| d.spec.replicas;
     assert_eq!(replicas(&deployments.get("web").await?), Some(2));
     assert!(services.get_opt("web").await?.is_some(), "the Service");
-    event(cp, &app, "Created", "created its objects").await?;
+    // The opt-in owned-object Events: one per object created.
+    event(cp, &app, "Created", "Created Deployment web").await?;
+    event(cp, &app, "Created", "Created Service web").await?;
 
     let scale = serde_json::json!({ "spec": { "replicas": 3 } });
     apps.patch("web", &PatchParams::default(), &Patch::Merge(&scale))
@@ -132,7 +137,8 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     assert_eq!(columns, ["Available", "Reason", "Message", "Age"]);
 
     apps.delete("web", &DeleteParams::default()).await?;
-    event(cp, &app, "Deleted", "deleted 2").await?;
+    event(cp, &app, "Deleted", "Deleted Deployment web").await?;
+    event(cp, &app, "Deleted", "Deleted Service web").await?;
     wait_for(REACT, "the WebApp and what it owned to be gone", || async {
         let gone = apps.get_opt("web").await.ok()?.is_none()
             && deployments.get_opt("web").await.ok()?.is_none()

@@ -161,7 +161,8 @@ impl<K: Cacheable> Controller<K> {
             self.kind,
         )
         .with_client(cluster.client.clone())
-        .with_read_your_writes(self.read_your_writes);
+        .with_read_your_writes(self.read_your_writes)
+        .with_reporting(self.reporting.clone(), self.to_json);
         #[cfg(feature = "sharding")]
         let ctx = ctx.with_owned_labels(self.owned_labels);
         let shared = Arc::new(Shared {

@@ -367,6 +367,28 @@ impl<K: Cacheable> Controller<K> {
         self
     }
 
+    /// Whether the controller's condition ([`Self::condition`]) starts `Unknown`: on an object
+    /// whose status lacks it, a reconcile sets it `Unknown` with reason `Reconciling`, in the
+    /// status write of the reconcile kit ([`Context::report`](super::Context::report),
+    /// [`Context::patch_status`](super::Context::patch_status)) when the reconcile makes one, or
+    /// in a write of its own after a reconcile that succeeds without one (a failure sets it
+    /// `False` anyway). What kubebuilder's tutorials write by hand first thing in every
+    /// reconcile. On by default, for custom resources while
+    /// [`report_errors_on_status`](Self::report_errors_on_status) is on;
+    /// `#[controller(initial_condition = false)]` turns it off.
+    pub fn initial_condition(mut self, on: bool) -> Self {
+        self.reporting.initial = on;
+        self
+    }
+
+    /// Whether each owned object [`Context::apply`](super::Context::apply) creates or updates
+    /// records a Normal Event about the owner: reason `Created` or `Updated`, note `Created
+    /// Deployment web`. Off by default; `#[controller(owned_events = true)]` turns it on.
+    pub fn owned_events(mut self, on: bool) -> Self {
+        self.reporting.owned_events = on;
+        self
+    }
+
     /// Names the status condition failures are reported on (`Ready` by default): `Available`
     /// for an operator that follows kubebuilder's convention, or any other type the reconciler
     /// keeps. `#[controller(condition = "...")]` sets it, and the CRD's printer columns show
@@ -582,7 +604,7 @@ mod tests {
         );
         assert_eq!(
             &*controller.reporting.condition,
-            super::super::failure::DEFAULT_CONDITION,
+            super::super::reporting::DEFAULT_CONDITION,
             "the bad type is not used"
         );
     }

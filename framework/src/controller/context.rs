@@ -9,10 +9,12 @@ use kube::core::ObjectMeta;
 use kube::{Client, Resource};
 
 use super::Kind;
+use super::condition::ToJson;
 use super::expectations::Expectations;
 use super::fenced_client::fenced;
 use super::fences::Fences;
 use super::own_writes::OwnWrites;
+use super::reporting::Reporting;
 use crate::cache::{Fence, ObjectKey, Store, Waited};
 use crate::events::{Recorder, Subject};
 use crate::informer::{self, CacheScope, Factory, Watchable};
@@ -45,6 +47,10 @@ struct Inner<K> {
     expectation_metrics: ExpectationMetrics,
     /// The client whose writes leave marks in `fences`, made on first use (it spawns a task).
     fenced_client: OnceLock<Client>,
+    /// What the controller reports on its objects: its condition, and which reports are on.
+    reporting: Reporting,
+    /// Reads an object of `K` as JSON, for the condition's first state.
+    to_json: Option<ToJson<K>>,
     /// On a shard: the label the owned objects it applies get.
     #[cfg(feature = "sharding")]
     owned_labels: Option<Arc<OwnedLabels>>,
@@ -104,6 +110,8 @@ impl<K: Resource> Context<K> {
                 expectations: None,
                 expectation_metrics,
                 fenced_client: OnceLock::new(),
+                reporting: Reporting::default(),
+                to_json: None,
                 #[cfg(feature = "sharding")]
                 owned_labels: None,
             }),
@@ -134,6 +142,35 @@ impl<K: Resource> Context<K> {
             Arc::new(Expectations::new(&inner.own_resource, timeout, metrics))
         });
         self
+    }
+
+    /// With the controller's `reporting` (its condition, which reports are on) and its way of
+    /// reading an object as JSON.
+    pub(crate) fn with_reporting(mut self, reporting: Reporting, to_json: ToJson<K>) -> Self {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            unreachable!("invariant: a context is not shared before it is complete");
+        };
+        inner.reporting = reporting;
+        inner.to_json = Some(to_json);
+        self
+    }
+
+    /// The status condition the controller reports on: `Ready` unless it names another
+    /// ([`Controller::condition`](super::Controller::condition), the derive's
+    /// `condition = "..."`).
+    #[must_use]
+    pub fn condition(&self) -> &str {
+        &self.inner.reporting.condition
+    }
+
+    /// What the controller reports on its objects.
+    pub(crate) fn reporting(&self) -> &Reporting {
+        &self.inner.reporting
+    }
+
+    /// Reads an object of `K` as JSON (captured where `K: Serialize` is known), if known.
+    pub(crate) fn to_json(&self) -> Option<ToJson<K>> {
+        self.inner.to_json
     }
 
     /// With `labels` set on the owned objects it applies (a shard's controller).

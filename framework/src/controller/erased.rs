@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 
 use super::attempt::{finalized, reconcile, within};
 use super::error::is_conflict;
+use super::first_state;
 use super::{Action, Cacheable, Cleanup, Context, Error, ErrorAction, Reconciler};
 
 /// A failed attempt: the [`Error`](super::Error), erased, and what to do next.
@@ -83,7 +84,8 @@ where
         timeout: Option<Duration>,
     ) -> BoxFuture<'a, Result<Action, Failure>> {
         Box::pin(async move {
-            let result = within(timeout, reconcile(&self.0, Arc::clone(&obj), ctx)).await;
+            let attempt = within(timeout, reconcile(&self.0, Arc::clone(&obj), ctx));
+            let result = first_state::settle(ctx, &obj, attempt).await;
             result.map_err(|error| judge(&self.0, &obj, ctx, error))
         })
     }
@@ -102,7 +104,7 @@ where
     ) -> BoxFuture<'a, Result<Action, Failure>> {
         Box::pin(async move {
             let steps = finalized(&self.reconciler, &self.finalizer, Arc::clone(&obj), ctx);
-            let result = within(timeout, steps).await;
+            let result = first_state::settle(ctx, &obj, within(timeout, steps)).await;
             result.map_err(|error| judge(&self.reconciler, &obj, ctx, error))
         })
     }

@@ -18,7 +18,8 @@ use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use prometheus::IntGauge;
 
-use super::failure::{self, Report, Reporting, ToJson};
+use super::condition::{self, Report, ToJson};
+use super::reporting::Reporting;
 use super::{Cacheable, Context};
 use crate::cache::ObjectKey;
 
@@ -124,7 +125,7 @@ pub(super) async fn gate<K: Cacheable>(
     obj: &K,
 ) -> Gate {
     let paused = is_paused(obj.meta());
-    let reports = reporting.status && failure::applies(ctx.kind());
+    let reports = reporting.keeps_condition(ctx.kind());
     if paused {
         tracing::debug!(
             deleting = obj.meta().deletion_timestamp.is_some(),
@@ -144,7 +145,8 @@ pub(super) async fn gate<K: Cacheable>(
         (false, Some(true)) => {
             let report = Report {
                 condition: PAUSED_CONDITION,
-                status: false,
+                status: "False",
+                only_if_missing: false,
                 reason: RESUMED_REASON,
                 message: &format!(
                     "Reconciles resumed: the {PAUSED_ANNOTATION} annotation was removed."
@@ -152,7 +154,7 @@ pub(super) async fn gate<K: Cacheable>(
                 observes: false,
             };
             let (client, kind, own_writes) = (ctx.client(), ctx.kind(), ctx.own_writes());
-            failure::write(client, kind, own_writes, to_json, obj, &report).await;
+            condition::write(client, kind, own_writes, to_json, obj, &report).await;
             Gate::Resumed
         }
         (false, _) => Gate::Open,
@@ -179,7 +181,7 @@ async fn mark_paused<K: Cacheable>(ctx: &Context<K>, to_json: ToJson<K>, obj: &K
     let read = if cached_fields {
         None
     } else {
-        match tokio::time::timeout(READ_TIMEOUT, failure::read(ctx.client(), kind, obj)).await {
+        match tokio::time::timeout(READ_TIMEOUT, condition::read(ctx.client(), kind, obj)).await {
             Ok(Ok(latest)) => Some(latest),
             Ok(Err(error)) => {
                 let error = crate::error::chain(&error);
@@ -198,12 +200,13 @@ async fn mark_paused<K: Cacheable>(ctx: &Context<K>, to_json: ToJson<K>, obj: &K
     let message = paused_message(current.meta(), &now);
     let report = Report {
         condition: PAUSED_CONDITION,
-        status: true,
+        status: "True",
+        only_if_missing: false,
         reason: PAUSED_REASON,
         message: &message,
         observes: false,
     };
-    failure::write(ctx.client(), kind, own_writes, to_json, current, &report).await;
+    condition::write(ctx.client(), kind, own_writes, to_json, current, &report).await;
 }
 
 /// The `Paused` condition's message: who set the annotation and when, from the newest

@@ -30,7 +30,10 @@ impl<K: Resource> Context<K> {
     /// (which the derive's RBAC rules grant). A namespaced child without a namespace goes in the
     /// owner's. On a shard of a controller ring, a child of a kind the controller owns gets the
     /// owner's shard label, where the sharder would put it, so it is in the shard's cache from
-    /// its first version on (see [`sharding`](crate::sharding)).
+    /// its first version on (see [`sharding`](crate::sharding)). With
+    /// [`owned_events`](crate::controller::Controller::owned_events) on, a create or an update
+    /// records a Normal Event about `owner`: `Created` or `Updated`, noting `Created Deployment
+    /// web`. The returned [`Written::previous`] is the cached object an update changed.
     ///
     /// **No request is sent when nothing would change**: when the controller's cache of `C`
     /// (the informer it has because it owns `C`) holds the child with every field `child` sets
@@ -127,7 +130,13 @@ impl<K: Resource> Context<K> {
             Some(cached) if kept(cached) => Operation::Unchanged,
             _ => Operation::Updated,
         };
-        Ok(Written::new(Arc::new(applied), operation))
+        if self.reporting().owned_events && operation != Operation::Unchanged {
+            let did = if created { "Created" } else { "Updated" };
+            let note = format!("{did} {} {name}", C::kind(&()));
+            self.event(owner).action("Apply").normal(did, note);
+        }
+        let previous = cached.filter(|_| operation == Operation::Updated);
+        Ok(Written::new(Arc::new(applied), operation).with_previous(previous))
     }
 }
 

@@ -199,7 +199,7 @@ impl<'a> IntoIterator for &'a Conditions {
 }
 
 /// Now, to the second: what the API server keeps of a `metav1.Time`.
-fn now() -> Time {
+pub(super) fn now() -> Time {
     let now = Timestamp::now();
     Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
 }

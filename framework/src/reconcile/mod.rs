@@ -9,6 +9,7 @@
 //! | delete owned objects no longer produced | [`ctx.prune::<C>(&owner, &keep)`](crate::controller::Context::prune) | (by hand) |
 //! | list owned objects from the cache | [`ctx.owned::<C>(&owner)`](crate::controller::Context::owned) | `List` with a field index |
 //! | write status if it changed | [`ctx.patch_status(&obj, &status)`](crate::controller::Context::patch_status) | `Status().Patch` with `MergeFromWithOptimisticLock` |
+//! | report the outcome on the controller's condition, with `observedGeneration` | [`ctx.report(&obj, holds, reason, message)`](crate::controller::Context::report), [`ctx.succeed(&obj, reason, message)`](crate::controller::Context::succeed) | `meta.SetStatusCondition` + `Status().Update` |
 //! | conditions | [`Conditions::set`], [`find`](Conditions::find), [`is_true`](Conditions::is_true), ... | `meta.SetStatusCondition`, ... |
 //! | ignore a 404 | [`IgnoreNotFound::ignore_not_found`] | `client.IgnoreNotFound` |
 //!
@@ -29,6 +30,12 @@
 //!   (never a lost update), and the caller starts from the status it read, so others' fields
 //!   survive. Not server-side apply: the controller would become the owner of every field it
 //!   sends back, other writers' conditions included.
+//! - **One condition per controller, set by one piece of code**: a failed reconcile sets it
+//!   `False`, [`ctx.report`](crate::controller::Context::report) sets the outcome, and an object
+//!   that lacks it gets `Unknown` (`Reconciling`) first, each through the same function, so
+//!   transition times and `observedGeneration` follow one rule. The first state goes into the
+//!   reconcile's own status write when there is one, so a first reconcile that reports writes
+//!   the status once; the reconciler never spells the condition's type.
 //! - **Errors name what is missing**: a 403 becomes [`Error::Forbidden`] with the verb,
 //!   resource, group and namespace the controller's RBAC lacks.
 //!
@@ -47,6 +54,7 @@ mod diff;
 mod error;
 mod named;
 mod not_found;
+mod observed;
 mod owned;
 mod schema;
 mod status;
@@ -57,6 +65,7 @@ pub use error::Error;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 pub use named::Named;
 pub use not_found::IgnoreNotFound;
+pub use observed::Status;
 pub use written::{Operation, Written};
 
 /// The result of the kit's calls.

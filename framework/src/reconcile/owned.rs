@@ -42,7 +42,8 @@ impl<K: Resource> Context<K> {
     /// whose names are not in `keep`: what the reconcile no longer produces. Returns the keys
     /// of those it deleted; one already gone (404), or replaced by a new object of the same
     /// name (the uid precondition fails), is skipped. `&[]` deletes them all, e.g. in a
-    /// cleanup.
+    /// cleanup. With [`owned_events`](crate::controller::Controller::owned_events) on, each
+    /// delete records a Normal Event `Deleted` about `owner` (`Deleted ConfigMap a`).
     ///
     /// On a shard, when `owner` is being deleted and `C` is a kind of the controller's ring,
     /// the objects are listed from the API server (their metadata, in the owner's namespace)
@@ -84,7 +85,13 @@ impl<K: Resource> Context<K> {
                 .delete(name, &params)
                 .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
             match self.client().request_text(request).await {
-                Ok(_) => deleted.push(ObjectKey::new(namespace, name)),
+                Ok(_) => {
+                    if self.reporting().owned_events {
+                        let note = format!("Deleted {} {name}", C::kind(&()));
+                        self.event(owner).action("Prune").normal("Deleted", note);
+                    }
+                    deleted.push(ObjectKey::new(namespace, name));
+                }
                 Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
                 Err(e) => return Err(fail(e)),
             }

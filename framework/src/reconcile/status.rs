@@ -9,10 +9,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::conditions::now;
 use super::diff::same;
-use super::{Error, Operation, Written};
-use crate::controller::Context;
-use crate::controller::target_of;
+use super::{ConditionStatus, Error, Operation, Written};
+use crate::controller::{Context, target_of};
+use crate::controller::{INITIAL_REASON, Report, reported_status};
 
 impl<K> Context<K>
 where
@@ -22,9 +23,10 @@ where
     /// Makes `status` the status of `obj` (as read, e.g. the object being reconciled), and
     /// returns the object as the write left it: [`Operation::Updated`] with the API server's
     /// answer, or [`Operation::Unchanged`] with `obj` when it already had that status (nothing is
-    /// sent). Write the status again from the returned object (kubebuilder's "Unknown first,
-    /// then the result"): its resourceVersion is the new one. The watch event of the write does
-    /// not reconcile the object again.
+    /// sent). To write the status again, start from the returned object: its resourceVersion is
+    /// the new one. The watch event of the write does not reconcile the object again. To report
+    /// the reconcile's outcome on the controller's condition in the same write, use
+    /// [`report`](Self::report) or [`report_status`](Self::report_status).
     ///
     /// The write replaces the status subresource with `status` (a JSON Patch) under `obj`'s
     /// resourceVersion as a precondition: a status another writer changed since `obj` was read
@@ -36,22 +38,88 @@ where
     /// The status describes the generation of `obj`: a top-level `observedGeneration` field (the
     /// convention) is set to it, and so is the `observedGeneration` of each condition in
     /// `conditions` that has none (set a condition's yourself to say otherwise).
+    /// A status with a `conditions` field that lacks the controller's condition gets it
+    /// `Unknown` with reason `Reconciling`, its first state (unless
+    /// [`initial_condition`](crate::controller::Controller::initial_condition) is off).
     ///
     /// # Errors
     /// [`Error::Forbidden`] naming the missing permission (`patch` on `<plural>/status`);
     /// [`Error::Api`] for any other refusal, e.g. 409 Conflict or 422 Invalid.
     pub async fn patch_status(&self, obj: &K, status: &K::Status) -> Result<Written<K>, Error> {
+        let desired = self.status_json("desired", obj, status)?;
+        self.write_status(obj, desired).await
+    }
+
+    /// Writes `status` as the status of `obj` with the controller's condition set as
+    /// [`report`](Self::report) sets it, in one status write: for a status with fields of its
+    /// own to set (start from `obj`'s).
+    ///
+    /// # Errors
+    /// As [`patch_status`](Self::patch_status).
+    pub async fn report_status(
+        &self,
+        obj: &K,
+        status: &K::Status,
+        holds: impl Into<ConditionStatus>,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Result<Written<K>, Error> {
+        let mut desired = self.status_json("desired", obj, status)?;
+        let message = message.into();
+        let report = Report {
+            condition: self.condition(),
+            status: holds.into().as_str(),
+            reason,
+            message: &message,
+            only_if_missing: false,
+            observes: true,
+        };
+        set_condition(&mut desired, obj.meta().generation, &report);
+        self.write_status(obj, desired).await
+    }
+
+    /// The status `value` of `obj` as JSON (`what` names it in an error).
+    fn status_json(
+        &self,
+        what: &str,
+        obj: &K,
+        value: &impl Serialize,
+    ) -> Result<serde_json::Value, Error> {
+        serde_json::to_value(value).map_err(|source| Error::Json {
+            what: format!(
+                "the {what} status of {} {}",
+                self.kind().name(),
+                obj.meta().name.as_deref().unwrap_or_default()
+            ),
+            source,
+        })
+    }
+
+    /// Makes `desired` (stamped with `obj`'s generation, and with the condition's first state
+    /// where it lacks the controller's condition) the status of `obj`, if it differs.
+    async fn write_status(
+        &self,
+        obj: &K,
+        mut desired: serde_json::Value,
+    ) -> Result<Written<K>, Error> {
+        crate::controller::note_status_written();
         let meta = obj.meta();
         let name = meta.name.as_deref().unwrap_or_default();
-        let json = |what: &str, value: Result<serde_json::Value, serde_json::Error>| {
-            value.map_err(|source| Error::Json {
-                what: format!("the {what} status of {} {name}", self.kind().name()),
-                source,
-            })
-        };
-        let current = json("current", serde_json::to_value(obj.status()))?;
-        let mut desired = json("desired", serde_json::to_value(status))?;
+        let current = self.status_json("current", obj, &obj.status())?;
         fill_observed_generation(&mut desired, meta.generation);
+        // Only a status with a `conditions` field: the API server drops one its schema lacks.
+        let has_conditions = desired.get("conditions").is_some();
+        if has_conditions && self.reporting().starts_unknown(self.kind()) {
+            let report = Report {
+                condition: self.condition(),
+                status: ConditionStatus::Unknown.as_str(),
+                reason: INITIAL_REASON,
+                message: "",
+                only_if_missing: true,
+                observes: true,
+            };
+            set_condition(&mut desired, meta.generation, &report);
+        }
         if same(&current, &desired) {
             return Ok(Written::new(Arc::new(obj.clone()), Operation::Unchanged));
         }
@@ -79,7 +147,63 @@ where
         let ticket = self.own_writes().begin(target_of(self.kind().name(), meta));
         let written: K = self.client().request(request).await.map_err(fail)?;
         ticket.finish(written.meta());
-        Ok(Written::new(Arc::new(written), Operation::Updated))
+        let previous = Some(Arc::new(obj.clone()));
+        Ok(Written::new(Arc::new(written), Operation::Updated).with_previous(previous))
+    }
+}
+
+impl<K> Context<K>
+where
+    K: Resource + HasStatus + Serialize + DeserializeOwned + Clone + Debug,
+    K::Status: Serialize + Clone + Default,
+{
+    /// Reports the outcome of a reconcile on `obj`'s status: the controller's condition
+    /// ([`Context::condition`], `Ready` unless it names another) set to `holds` (`true`, `false`
+    /// or a [`ConditionStatus`]) with `reason` (`CamelCase`) and `message`, and
+    /// `observedGeneration` set to `obj`'s generation, in **one** status write, as
+    /// [`patch_status`](Self::patch_status) writes it: nothing is sent when nothing changes,
+    /// and the returned [`Written`] says whether it did. The condition's transition time moves
+    /// only when its status does. Failures need no call: a failed reconcile sets the condition
+    /// `False` with the error's reason. To set fields of the status too, use
+    /// [`report_status`](Self::report_status).
+    ///
+    /// # Errors
+    /// As [`patch_status`](Self::patch_status).
+    pub async fn report(
+        &self,
+        obj: &K,
+        holds: impl Into<ConditionStatus>,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Result<Written<K>, Error> {
+        let status = obj.status().cloned().unwrap_or_default();
+        (self.report_status(obj, &status, holds, reason, message)).await
+    }
+
+    /// Reports success: [`report`](Self::report) with the condition `True`.
+    ///
+    /// # Errors
+    /// As [`patch_status`](Self::patch_status).
+    pub async fn succeed(
+        &self,
+        obj: &K,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Result<Written<K>, Error> {
+        self.report(obj, true, reason, message).await
+    }
+}
+
+/// Sets the report's condition in the `conditions` of `status` (a status as JSON) for
+/// `generation`, as a failure report sets it (see `reported_status`); a status without room for
+/// a condition list stays as it is.
+fn set_condition(status: &mut serde_json::Value, generation: Option<i64>, report: &Report<'_>) {
+    let object = json!({ "metadata": { "generation": generation }, "status": status });
+    let Some(reported) = reported_status(&object, report, now()) else {
+        return;
+    };
+    if let (Some(status), Some(conditions)) = (status.as_object_mut(), reported.get("conditions")) {
+        status.insert("conditions".into(), conditions.clone());
     }
 }
 

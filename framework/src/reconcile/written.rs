@@ -24,11 +24,22 @@ pub enum Operation {
 pub struct Written<T> {
     object: Arc<T>,
     operation: Operation,
+    previous: Option<Arc<T>>,
 }
 
 impl<T> Written<T> {
     pub(crate) fn new(object: Arc<T>, operation: Operation) -> Self {
-        Self { object, operation }
+        Self {
+            object,
+            operation,
+            previous: None,
+        }
+    }
+
+    /// With `previous`, the object as it was before the write.
+    pub(crate) fn with_previous(mut self, previous: Option<Arc<T>>) -> Self {
+        self.previous = previous;
+        self
     }
 
     /// What the write did.
@@ -41,6 +52,16 @@ impl<T> Written<T> {
     #[must_use]
     pub fn changed(&self) -> bool {
         self.operation != Operation::Unchanged
+    }
+
+    /// The object as it was before an [`Operation::Updated`] write, e.g. to say "scaled from 2
+    /// to 3 replicas" without a read: the controller's cached copy for
+    /// [`apply`](crate::controller::Context::apply) (`None` for a kind the controller does not
+    /// cache), the object given for [`patch_status`](crate::controller::Context::patch_status).
+    /// `None` after [`Operation::Created`] and [`Operation::Unchanged`].
+    #[must_use]
+    pub fn previous(&self) -> Option<&Arc<T>> {
+        self.previous.as_ref()
     }
 
     /// The object as the write left it (the API server's answer, or the cache's or caller's copy

@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
     predicate = Predicate::generation_changed(),
     name = "widgets",
     ring = "widgets",
+    condition = "Available",
+    initial_condition = false,
+    owned_events = true,
     crate = "::kubeward"
 )]
 pub struct WidgetSpec {
@@ -67,6 +70,14 @@ fn the_derive_accepts_every_key() {
     assert!(debug.contains("Some(4)"), "{debug}");
     assert!(debug.contains("example.com/cleanup"), "{debug}");
     assert!(debug.contains("triggers: 2"), "{debug}");
+    assert!(debug.contains("condition: \"Available\""), "{debug}");
+    assert!(debug.contains("initial: false"), "{debug}");
+    assert!(debug.contains("owned_events: true"), "{debug}");
+    assert_eq!(
+        Widget::CONDITION,
+        "Available",
+        "the reconciler's name for it"
+    );
 
     let rules = Widget::rbac_rules();
     let resources: Vec<String> = rules

@@ -28,6 +28,7 @@ impl Reconciler<Gadget> for Tinker {
 #[test]
 fn the_derive_accepts_least_input() {
     let _controller = Gadget::controller(Tinker);
+    assert_eq!(Gadget::CONDITION, "Ready", "the default condition, named");
     let rules = Gadget::rbac_rules();
     assert_eq!(rules.len(), 2);
     assert_eq!(

@@ -1,12 +1,13 @@
 //! Settles a failed reconcile: requeues or forgets the key, and reports the error on the object.
 
-mod condition;
 mod event;
 
 use std::sync::Arc;
 
-pub(crate) use condition::{Report, ToJson, applies, read, write};
+pub(crate) use super::condition::ToJson;
+pub(crate) use super::reporting::Reporting;
 
+use super::condition;
 use super::erased::{Failure, Next};
 use super::error::{api_status, truncate};
 use super::{Cacheable, Context, ErrorAction};
@@ -22,30 +23,6 @@ const NOTE_LIMIT: usize = 1024;
 const MESSAGE_LIMIT: usize = 32 * 1024;
 /// The condition's reason when the error is not an API error with a reason of its own.
 const CONDITION_REASON: &str = "ReconcileError";
-
-/// Where a controller reports failed reconciles; both on unless the builder turns them off.
-#[derive(Clone, Debug)]
-pub(crate) struct Reporting {
-    /// A Warning Event about the object.
-    pub(crate) events: bool,
-    /// `condition=False` in the status conditions of a custom resource.
-    pub(crate) status: bool,
-    /// The condition a failure sets to False: `Ready` unless the controller names another.
-    pub(crate) condition: Arc<str>,
-}
-
-impl Default for Reporting {
-    fn default() -> Self {
-        Self {
-            events: true,
-            status: true,
-            condition: Arc::from(DEFAULT_CONDITION),
-        }
-    }
-}
-
-/// The condition failures are reported on unless a controller names another.
-pub(crate) const DEFAULT_CONDITION: &str = kubeward_core::condition::DEFAULT;
 
 /// Requeues or forgets `key` as `failure` asks, logs it, and says how it counts.
 ///
@@ -125,7 +102,7 @@ pub(crate) async fn report<K: Cacheable>(
     if reporting.events {
         event::report(ctx, obj, truncate(&text, NOTE_LIMIT));
     }
-    if reporting.status && condition::applies(ctx.kind()) {
+    if reporting.keeps_condition(ctx.kind()) {
         let reason = api_status(&*failure.error)
             .map(|s| s.reason.as_str())
             .filter(|r| is_reason(r))
@@ -133,9 +110,10 @@ pub(crate) async fn report<K: Cacheable>(
         let message = truncate(&text, MESSAGE_LIMIT);
         let report = condition::Report {
             condition: &reporting.condition,
-            status: false,
+            status: "False",
             reason,
             message: &message,
+            only_if_missing: false,
             observes: true,
         };
         condition::write(

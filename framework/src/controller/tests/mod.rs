@@ -3,6 +3,7 @@
 
 mod dynamic;
 mod failure;
+mod first_state;
 mod paused_clock;
 mod simulation;
 mod simulation_cleanup;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 mod owned;
 mod rbac;
 mod reads;
+mod report;
 mod status;
 
 /// How long the controller may take to react to a change.

@@ -1,5 +1,6 @@
-//! Sets a condition on an object's status: a failure's (`Ready` unless the controller names
-//! another) to `False`, and a pause's `Paused`.
+//! Sets a condition on an object's status: the controller's (`Ready` unless it names another)
+//! `False` for a failed reconcile, `Unknown` on first sight, or as a reconcile reports it; and a
+//! pause's `Paused`.
 
 use std::time::Duration;
 
@@ -21,27 +22,22 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// so that [`Cacheable`] need not require it of every owned and watched kind.
 pub(crate) type ToJson<K> = fn(&K) -> serde_json::Result<Value>;
 
-/// What a report writes: the condition's type, status, reason and message.
+/// What a report writes: the condition's type, status (`True`, `False` or `Unknown`), reason
+/// and message.
 pub(crate) struct Report<'a> {
     pub(crate) condition: &'a str,
-    /// `True` or `False`.
-    pub(crate) status: bool,
+    pub(crate) status: &'a str,
     pub(crate) reason: &'a str,
     pub(crate) message: &'a str,
-    /// Whether the status' `observedGeneration` moves to the object's generation too: a failure
-    /// saw that generation; a pause did not reconcile it.
+    /// Only where the object's status lacks the condition (its first state).
+    pub(crate) only_if_missing: bool,
+    /// Whether the status' `observedGeneration` moves to the object's generation too: a
+    /// reconcile's report saw that generation; a pause did not reconcile it.
     pub(crate) observes: bool,
 }
 
-/// Whether failures of kind `K` go on its status: custom resources only (their group has a dot
-/// and is not a Kubernetes one), since built-in kinds' conditions belong to Kubernetes'
-/// own controllers (a Pod's `Ready` is the kubelet's).
-pub(crate) fn applies(kind: &Kind) -> bool {
-    kind.is_custom()
-}
-
-/// Sets `obj`'s condition as the report says (a failure: False with its reason and message, and
-/// the status' `observedGeneration` at the generation that failed), by a merge patch of the status
+/// Sets `obj`'s condition to the report's status, reason and message, and its status'
+/// `observedGeneration` to the generation reported on, by a merge patch of the status
 /// subresource, unless it already says exactly that. Failures are logged, never returned. The
 /// write goes through `own_writes`, so its watch event does not reconcile the object again.
 ///
@@ -66,6 +62,7 @@ pub(crate) async fn write<K: Cacheable>(
             if write(&latest).await == Written::Conflict {
                 tracing::debug!(
                     condition = report.condition,
+                    status = report.status,
                     "the object changed again; not setting the condition"
                 );
             }
@@ -126,11 +123,11 @@ async fn write_on<K: Cacheable>(
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Written::Done,
         Ok(Err(error)) => {
             let error = chain(&error);
-            tracing::warn!(%error, condition, "could not set the condition on the object's status");
+            tracing::warn!(%error, condition, status = report.status, "could not set the condition on the object's status");
             Written::Done
         }
         Err(_) => {
-            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, "setting the condition on the object's status timed out");
+            tracing::warn!(timeout = ?WRITE_TIMEOUT, condition, status = report.status, "setting the condition on the object's status timed out");
             Written::Done
         }
     }
@@ -178,12 +175,12 @@ struct Answer {
 }
 
 /// The status to merge into `object`'s: its full condition list with the report's condition set
-/// as it says (its status, reason and message, the object's generation), and, for a report that
-/// [observes](Report::observes) when the status keeps one (or has none yet), `observedGeneration`
-/// at the object's generation, so that the two agree that this generation was seen and failed.
-/// The transition time moves only when the condition's status changes. `None` when it already
-/// says exactly that, or when the status has no room for a condition list.
-pub(super) fn reported_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
+/// to the report's status, reason and message, for the object's generation, and, when the
+/// status keeps one (or has none yet), `observedGeneration` at the object's generation, so that
+/// the two agree on the generation reported on. The transition time moves only when the
+/// condition's status changes (as `meta.SetStatusCondition`). `None` when it already says
+/// exactly that, or when the status has no room for a condition list.
+pub(crate) fn reported_status(object: &Value, report: &Report<'_>, now: Time) -> Option<Value> {
     let status = match object.get("status") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(status)) => status.clone(),
@@ -203,10 +200,14 @@ pub(super) fn reported_status(object: &Value, report: &Report<'_>, now: Time) ->
     let position = conditions
         .iter()
         .position(|c| c["type"] == report.condition);
+    if report.only_if_missing && position.is_some() {
+        return None;
+    }
     let previous = position.map(|i| conditions[i].clone());
-    let wanted = if report.status { "True" } else { "False" };
-    let was_same = previous.as_ref().is_some_and(|c| c["status"] == wanted);
-    if let Some(previous) = previous.as_ref().filter(|_| was_same)
+    let same_status = previous
+        .as_ref()
+        .is_some_and(|c| c["status"] == report.status);
+    if let Some(previous) = previous.as_ref().filter(|_| same_status)
         && previous["reason"] == report.reason
         && previous["message"] == report.message
         && previous["observedGeneration"].as_i64() == generation
@@ -216,14 +217,14 @@ pub(super) fn reported_status(object: &Value, report: &Report<'_>, now: Time) ->
     }
     let condition = Condition {
         type_: report.condition.to_owned(),
-        status: wanted.to_owned(),
+        status: report.status.to_owned(),
         reason: report.reason.to_owned(),
         message: report.message.to_owned(),
         last_transition_time: now,
         observed_generation: generation,
     };
     let mut condition = serde_json::to_value(condition).ok()?;
-    if let Some(since) = previous.filter(|_| was_same).and_then(|p| {
+    if let Some(since) = previous.filter(|_| same_status).and_then(|p| {
         p.get("lastTransitionTime")
             .filter(|t| !t.is_null())
             .cloned()
@@ -257,9 +258,10 @@ mod tests {
     fn report<'a>(reason: &'a str, message: &'a str) -> Report<'a> {
         Report {
             condition: "Ready",
-            status: false,
+            status: "False",
             reason,
             message,
+            only_if_missing: false,
             observes: true,
         }
     }
@@ -327,9 +329,10 @@ mod tests {
         ]}));
         let available = Report {
             condition: "Available",
-            status: false,
+            status: "False",
             reason: "Invalid",
             message: "no",
+            only_if_missing: false,
             observes: true,
         };
         let status = reported_status(&obj, &available, at(60)).expect("a write");
@@ -355,6 +358,63 @@ mod tests {
     }
 
     #[test]
+    fn the_first_state_is_set_only_where_the_condition_is_missing() {
+        let first = |object: &Value| {
+            let unknown = Report {
+                condition: "Ready",
+                status: "Unknown",
+                reason: "Reconciling",
+                message: "",
+                only_if_missing: true,
+                observes: true,
+            };
+            reported_status(object, &unknown, at(0))
+        };
+        let fresh = json!({ "metadata": { "name": "a", "generation": 1 } });
+        let status = first(&fresh).expect("a write");
+        assert_eq!(status["conditions"][0]["status"], "Unknown");
+        assert_eq!(status["conditions"][0]["reason"], "Reconciling");
+        let reported = object(&json!({ "conditions": [
+            { "type": "Ready", "status": "True", "reason": "Up", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z" },
+        ]}));
+        assert_eq!(
+            first(&reported),
+            None,
+            "a condition set is never put back to Unknown"
+        );
+    }
+
+    #[test]
+    fn unknown_to_true_is_a_transition_and_true_again_keeps_the_time() {
+        let obj = object(&json!({ "conditions": [
+            { "type": "Ready", "status": "Unknown", "reason": "Reconciling", "message": "",
+              "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 3 },
+        ]}));
+        let up = Report {
+            condition: "Ready",
+            status: "True",
+            reason: "Applied",
+            message: "ok",
+            only_if_missing: false,
+            observes: true,
+        };
+        let status = reported_status(&obj, &up, at(60)).expect("a write");
+        assert_eq!(
+            status["conditions"][0]["lastTransitionTime"],
+            "1970-01-01T00:01:00Z"
+        );
+        let written = object(&status);
+        assert_eq!(reported_status(&written, &up, at(120)), None);
+    }
+
+    #[test]
+    fn a_status_whose_conditions_are_not_a_list_is_left_alone() {
+        let obj = object(&json!({ "conditions": { "Ready": true } }));
+        assert_eq!(failed_conditions(&obj, "ReconcileError", "x", at(0)), None);
+    }
+
+    #[test]
     fn a_pause_sets_its_condition_true_without_claiming_the_generation_and_a_resume_sets_it_false()
     {
         let obj = object(&json!({ "observedGeneration": 2, "conditions": [
@@ -366,10 +426,11 @@ mod tests {
             status,
             reason,
             message: "m",
+            only_if_missing: false,
             observes: false,
         };
         let paused =
-            reported_status(&obj, &report(true, "PausedByAnnotation"), at(60)).expect("a write");
+            reported_status(&obj, &report("True", "PausedByAnnotation"), at(60)).expect("a write");
         assert!(
             paused.get("observedGeneration").is_none(),
             "generation 3 was not reconciled: {paused}"
@@ -379,31 +440,15 @@ mod tests {
         assert_eq!(paused["conditions"][1]["type"], "Paused");
         let written = object(&paused);
         assert_eq!(
-            reported_status(&written, &report(true, "PausedByAnnotation"), at(120)),
+            reported_status(&written, &report("True", "PausedByAnnotation"), at(120)),
             None
         );
         let resumed =
-            reported_status(&written, &report(false, "Resumed"), at(120)).expect("a write");
+            reported_status(&written, &report("False", "Resumed"), at(120)).expect("a write");
         assert_eq!(resumed["conditions"][1]["status"], "False");
         assert_eq!(
             resumed["conditions"][1]["lastTransitionTime"],
             "1970-01-01T00:02:00Z"
         );
-    }
-
-    #[test]
-    fn a_status_whose_conditions_are_not_a_list_is_left_alone() {
-        let obj = object(&json!({ "conditions": { "Ready": true } }));
-        assert_eq!(failed_conditions(&obj, "ReconcileError", "x", at(0)), None);
-    }
-
-    #[test]
-    fn custom_resources_get_conditions_and_built_in_kinds_do_not() {
-        use k8s_openapi::api::apps::v1::Deployment;
-        use k8s_openapi::api::core::v1::Pod;
-        use k8s_openapi::api::networking::v1::Ingress;
-        assert!(!applies(&Kind::of::<Pod>()));
-        assert!(!applies(&Kind::of::<Deployment>()));
-        assert!(!applies(&Kind::of::<Ingress>()));
     }
 }
