@@ -71,11 +71,16 @@ impl Reconciler<ConfigMap> for GenerateName {
     }
 }
 
-/// One run of the `generateName` copier, fenced or not, while sources change every few hundred
-/// milliseconds; returns how many copies beyond one per source it made.
-async fn duplicates(world: World, fenced: bool) -> u64 {
+/// One run of `reconciler` (a copier: a copy of each source, made with `generateName`), with
+/// read-your-writes on or not, while sources change every few hundred milliseconds; returns how
+/// many copies beyond one per source it made.
+async fn duplicates<R: Reconciler<ConfigMap> + 'static>(
+    world: World,
+    reconciler: R,
+    fenced: bool,
+) -> u64 {
     world.fake().register::<ConfigMap>();
-    let controller = Controller::new(GenerateName).read_your_writes(fenced);
+    let controller = Controller::new(reconciler).read_your_writes(fenced);
     let factory = Arc::new(Factory::new(world.client("operator")));
     let bound = (controller.bind(&Cluster::new(Arc::clone(&factory)))).expect("a valid controller");
     let shutdown = CancellationToken::new();
@@ -141,14 +146,18 @@ async fn duplicates(world: World, fenced: bool) -> u64 {
     (copies.count() as u64).saturating_sub(sources.count() as u64)
 }
 
-/// Duplicates summed over `seeds`, fenced or not.
-fn duplicates_over(seeds: std::ops::Range<u64>, fenced: bool) -> u64 {
+/// Duplicates of the copier `copier` makes, summed over `seeds`, with read-your-writes on or not.
+pub(super) fn duplicates_over<R: Reconciler<ConfigMap> + 'static>(
+    seeds: std::ops::Range<u64>,
+    fenced: bool,
+    copier: fn() -> R,
+) -> u64 {
     let total = Arc::new(AtomicU64::new(0));
     let simulation = Simulation::new().faults(late_watches()).seeds(seeds);
     simulation.check(|world| {
         let total = Arc::clone(&total);
         async move {
-            let made = duplicates(world, fenced).await;
+            let made = duplicates(world, copier(), fenced).await;
             total.fetch_add(made, Ordering::Relaxed);
         }
     });
@@ -157,14 +166,14 @@ fn duplicates_over(seeds: std::ops::Range<u64>, fenced: bool) -> u64 {
 
 #[test]
 fn fenced_reads_make_no_duplicate_generate_name_create_where_unfenced_reads_do() {
-    let unfenced = duplicates_over(0..20, false);
+    let unfenced = duplicates_over(0..20, false, || GenerateName);
     eprintln!("unfenced: {unfenced} duplicates over seeds 0..20");
     assert!(
         unfenced > 0,
         "late watches made no duplicate without fencing in 20 seeds: the test proves nothing"
     );
     assert_eq!(
-        duplicates_over(0..20, true),
+        duplicates_over(0..20, true, || GenerateName),
         0,
         "fenced reads made duplicates"
     );
@@ -313,7 +322,7 @@ fn tally() {
         let seeds = n.min(200);
         eprintln!(
             "generateName copier, fenced {fenced}: {} duplicates over {seeds} seeds",
-            duplicates_over(0..seeds, fenced)
+            duplicates_over(0..seeds, fenced, || GenerateName)
         );
     }
 }
