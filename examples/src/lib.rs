@@ -3,6 +3,8 @@
 pub mod by_hand;
 pub mod configmap_generator;
 pub mod configmap_generator_v1alpha1;
+pub mod database;
+pub mod database_objects;
 pub mod label_everything;
 pub mod reconcile_kit;
 pub mod triggers;

@@ -1,9 +1,13 @@
 //! The example operator binary as a child process: readiness follows its cache, SIGTERM drains.
 
+#[path = "operator/database.rs"]
+mod database;
 #[path = "operator/first_run.rs"]
 mod first_run;
 #[path = "operator/outages.rs"]
 mod outages;
+#[path = "operator/waits.rs"]
+mod waits;
 #[path = "operator/webapp.rs"]
 mod webapp;
 

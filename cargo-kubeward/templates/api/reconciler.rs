@@ -23,12 +23,9 @@ impl Reconciler<@@kind@@> for @@kind@@Reconciler {
         config_map.data = Some([("content".to_owned(), object.spec.content.clone())].into());
         ctx.apply(&object, config_map).await?;
 
-        let mut status = object.status.clone().unwrap_or_default();
+        // The `Ready` condition and `observedGeneration`, in one status write when they change.
         let message = format!("ConfigMap {name} holds the content");
-        status
-            .conditions
-            .set(Condition::new("Ready", true, "Applied", message));
-        if ctx.patch_status(&object, &status).await?.changed() {
+        if ctx.succeed(&object, "Applied", message).await?.changed() {
             ctx.event(&object)
                 .normal("Applied", format!("applied ConfigMap {name}"));
         }

@@ -1,8 +1,6 @@
 //! The second example operator on the real control plane: two owned kinds, sized from the spec,
 //! its own `Available` condition (failures included), events from what each write did, cleanup.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Api;
@@ -10,52 +8,10 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeward::crd::Definition as _;
 use kubeward::informer::CacheScope;
 use kubeward::manager::{Config, Manager};
-use kubeward::reconcile::Condition;
-use kubeward::testing::{ControlPlane, events_about, install_definition, wait_for};
+use kubeward::testing::{ControlPlane, install_definition, wait_for};
 use kubeward_examples::webapp::{WebApp, WebAppSpec, WebApps};
 
-/// How long the controller gets to react.
-const REACT: Duration = Duration::from_secs(30);
-
-/// The condition `type_` of app `name`, once it satisfies `check`.
-async fn condition_of(
-    apps: &Api<WebApp>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Condition) -> bool,
-) -> anyhow::Result<WebApp> {
-    let found = wait_for(REACT, what, || async {
-        let app = apps.get(name).await.ok()?;
-        let status = app.status.as_ref()?;
-        let available = status.conditions.find(WebApp::CONDITION)?;
-        check(available).then_some(app)
-    })
-    .await;
-    match found {
-        Ok(app) => Ok(app),
-        Err(e) => {
-            let app = apps.get(name).await?;
-            Err(anyhow::anyhow!("{e}; the app's status: {:?}", app.status))
-        }
-    }
-}
-
-/// Waits for an Event with `reason` about `app` whose note contains `note`.
-async fn event(cp: &ControlPlane, app: &WebApp, reason: &str, note: &str) -> anyhow::Result<()> {
-    let what = format!("a {reason} Event saying {note:?}");
-    wait_for(REACT, &what, || async {
-        let events = events_about(cp.client(), app).await.ok()?;
-        events
-            .iter()
-            .any(|e| {
-                e.reason.as_deref() == Some(reason)
-                    && e.note.as_deref().is_some_and(|n| n.contains(note))
-            })
-            .then_some(())
-    })
-    .await?;
-    Ok(())
-}
+use crate::waits::{REACT, condition_of, event};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cleans_up()
@@ -82,7 +38,7 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     apps.create(&PostParams::default(), &WebApp::new("web", spec))
         .await?;
     // No kube-controller-manager runs here: no pod ever becomes available on its own.
-    let app = condition_of(&apps, "web", "Available=False, 0 of 2", |c| {
+    let app = condition_of(&apps, "web", WebApp::CONDITION, |c| {
         c.status == "False" && c.message == "0 of 2 replicas available"
     })
     .await?;
@@ -108,7 +64,7 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     deployments
         .patch_status("web", &PatchParams::default(), &Patch::Merge(&up))
         .await?;
-    condition_of(&apps, "web", "Available=True, 3 of 3", |c| {
+    condition_of(&apps, "web", WebApp::CONDITION, |c| {
         c.status == "True" && c.message == "3 of 3 replicas available"
     })
     .await?;
@@ -118,7 +74,7 @@ async fn a_webapp_owns_a_sized_deployment_and_a_service_reports_available_and_cl
     let refused = serde_json::json!({ "spec": { "port": 0 } });
     apps.patch("web", &PatchParams::default(), &Patch::Merge(&refused))
         .await?;
-    let failed = condition_of(&apps, "web", "Available=False, Invalid", |c| {
+    let failed = condition_of(&apps, "web", WebApp::CONDITION, |c| {
         c.status == "False" && c.reason == "Invalid"
     })
     .await?;
