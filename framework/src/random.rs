@@ -2,9 +2,11 @@
 //! generator per thread, which a simulation seeds.
 //!
 //! Unseeded, each thread's generator starts from the standard library's randomly keyed hasher.
-//! A simulation runs everything on one thread, so seeding that thread's generator
-//! ([`testing::seed_randomness`](crate::testing::seed_randomness)) makes every draw follow its
-//! seed. The generator is `SplitMix64`: a few lines, enough for jitter, and no dependency.
+//! A simulation runs everything on one thread, so seeding that thread's generator makes every
+//! draw follow its seed: the first draw of a run restarts it from the run's seed
+//! (`kubeward_testing::sim::take_starting_seed`), and
+//! [`testing::seed_randomness`](crate::testing::seed_randomness) does the same by hand. The
+//! generator is `SplitMix64`: a few lines, enough for jitter, and no dependency.
 
 use std::cell::Cell;
 use std::hash::{BuildHasher as _, Hasher as _};
@@ -17,6 +19,11 @@ thread_local! {
 
 /// The next number of this thread's generator.
 pub(crate) fn next_u64() -> u64 {
+    // A simulation run that started on this thread since the last draw: its seed decides.
+    #[cfg(any(test, feature = "testing"))]
+    if let Some(run) = kubeward_testing::sim::take_starting_seed() {
+        seed(run);
+    }
     STATE.with(|state| {
         let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
         state.set(next);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Whether the API server answers, as the informers and the leader elector that share this see
@@ -20,11 +20,15 @@ use tokio::time::Instant;
 /// comes next and than the outage was at the last line, up to 30 s), and one INFO when a request
 /// succeeds again, with how long the server was gone. Reconciles that failed for the outage wait for its end ([`Self::until_reachable`]);
 /// the summaries and the last line say how many.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Connectivity {
     state: Mutex<State>,
-    /// Whether the server is reachable, for the reconciles that wait for it.
-    reachable: watch::Sender<bool>,
+    /// Wakes the reconciles that wait for the server when it is back. A `Notify`, not a
+    /// `watch`: it wakes its waiters in the order they came, where tokio's `watch` picks an
+    /// order at random, which a simulation's seed could not replay.
+    back: Arc<Notify>,
+    /// Wakes the informers that retry as soon as an outage that more than one resource saw ends.
+    shared_outage_ended: Arc<Notify>,
     /// How many reconciles wait for the server.
     waiting: Arc<AtomicUsize>,
 }
@@ -32,26 +36,34 @@ pub(crate) struct Connectivity {
 /// The longest a summary waits for the outage's age alone (an informer's default longest backoff).
 const MAX_SUMMARY_GAP: Duration = Duration::from_secs(30);
 
-impl Default for Connectivity {
-    fn default() -> Self {
-        Self {
-            state: Mutex::default(),
-            reachable: watch::Sender::new(true),
-            waiting: Arc::default(),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
+#[derive(Debug)]
 enum State {
-    #[default]
-    Reachable,
+    Reachable {
+        /// The last watch that ended without news, and when: if an outage begins within
+        /// [`QUIET_END_JOINS`] of it, that watch's resource saw the outage too.
+        quiet_end: Option<(String, Instant)>,
+    },
     Unreachable {
         since: Instant,
         last_line: Instant,
         failures: u64,
+        /// The resource whose failure began the outage.
+        first: String,
+        /// Whether another resource (or the elector) failed in it too, or a watch of
+        /// another resource ended in it without news.
+        shared: bool,
     },
 }
+
+impl Default for State {
+    fn default() -> Self {
+        Self::Reachable { quiet_end: None }
+    }
+}
+
+/// How close to an outage's beginning a watch that ended without news counts as one of its
+/// failures: the outage cuts every watch at once, in an order of the runtime's choosing.
+const QUIET_END_JOINS: Duration = Duration::from_secs(1);
 
 impl Connectivity {
     /// Records a request of `resource` that could not reach the server; `retry_in` is the delay
@@ -60,13 +72,17 @@ impl Connectivity {
         let now = Instant::now();
         let mut state = self.state.lock();
         match &mut *state {
-            State::Reachable => {
+            State::Reachable { quiet_end } => {
+                let shared = quiet_end.as_ref().is_some_and(|(other, at)| {
+                    other != resource && now.duration_since(*at) <= QUIET_END_JOINS
+                });
                 *state = State::Unreachable {
                     since: now,
                     last_line: now,
                     failures: 1,
+                    first: resource.to_owned(),
+                    shared,
                 };
-                self.reachable.send_replace(false);
                 drop(state);
                 tracing::warn!(
                     resource,
@@ -79,8 +95,11 @@ impl Connectivity {
                 since,
                 last_line,
                 failures,
+                first,
+                shared,
             } => {
                 *failures += 1;
+                *shared |= first != resource;
                 // At least the next retry's delay apart, and as far apart as the outage was old
                 // at the last line (up to a cap): a caller that retries at a fixed pace, like
                 // the leader elector, does not add a line per retry.
@@ -103,17 +122,33 @@ impl Connectivity {
         }
     }
 
+    /// Records that a watch of `resource` ended without news: no failure of its own, but, within
+    /// an outage another resource began, a sign that it saw the outage too.
+    pub(crate) fn ended_quietly(&self, resource: &str) {
+        let now = Instant::now();
+        match &mut *self.state.lock() {
+            State::Reachable { quiet_end } => *quiet_end = Some((resource.to_owned(), now)),
+            State::Unreachable { first, shared, .. } => *shared |= first != resource,
+        }
+    }
+
     /// Records a request that reached the server.
     pub(crate) fn reachable(&self) {
         let mut state = self.state.lock();
         if let State::Unreachable {
-            since, failures, ..
+            since,
+            failures,
+            shared,
+            ..
         } = std::mem::take(&mut *state)
         {
             // Counted before the waiting reconciles are released: they go on at once, on other
             // threads, and each stops counting as it does.
             let waiting = self.waiting.load(Ordering::Relaxed);
-            self.reachable.send_replace(true);
+            self.back.notify_waiters();
+            if shared {
+                self.shared_outage_ended.notify_waiters();
+            }
             drop(state);
             let down_for = since.elapsed();
             tracing::info!(
@@ -133,25 +168,36 @@ impl Connectivity {
         matches!(*self.state.lock(), State::Unreachable { .. })
     }
 
-    /// Completes once a request reached the server since the last that could not (at once if
-    /// none failed since): an informer waiting out its backoff after an outage retries then, not
-    /// when its own backoff ends, so that every informer is current again as soon as the server
-    /// is back.
-    pub(crate) fn reachable_again(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut reachable = self.reachable.subscribe();
-        async move {
-            let _ = reachable.wait_for(|reachable| *reachable).await;
-        }
+    /// Completes when the next outage that more than one resource saw ends (a request reached
+    /// the server after requests of two resources, or of one and the elector, could not): an
+    /// informer waiting out its backoff after such an outage retries then, not when its own
+    /// backoff ends, so that every informer is current again as soon as the server is back,
+    /// the one whose failure began the outage included. An outage that one resource alone saw
+    /// (one resource answering 503 while the rest get through) wakes nobody: that resource keeps
+    /// its backoff.
+    pub(crate) fn shared_outage_ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        // Waiting from now, not from when first polled: an outage that ends before then counts.
+        Arc::clone(&self.shared_outage_ended).notified_owned()
+    }
+
+    /// Completes when the next outage ends, whichever resources saw it: a watch that ended
+    /// without news (no failure of its own to count) waits for this or its backoff, so that
+    /// an outage's end finds it watching again.
+    pub(crate) fn outage_ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.back).notified_owned()
     }
 
     /// Completes once the server is reachable again (at once if it is), counting the caller
     /// among the reconciles that wait for it until then.
     pub(crate) fn until_reachable(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut reachable = self.reachable.subscribe();
+        // Waiting from before the check: the server cannot come back unnoticed in between.
+        let back = Arc::clone(&self.back).notified_owned();
+        let unreachable = self.is_unreachable();
         let waiting = Waiting::new(Arc::clone(&self.waiting));
         async move {
-            // An error means the tracker is gone, and with it whatever waited for the server.
-            let _ = reachable.wait_for(|reachable| *reachable).await;
+            if unreachable {
+                back.await;
+            }
             drop(waiting);
         }
     }

@@ -1,7 +1,7 @@
 //! Shares one informer per resource, namespace and selectors between all its users.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -26,11 +26,12 @@ use crate::cache::{Fence, Waited};
 pub struct Factory {
     client: Client,
     config: Config,
-    informers: Mutex<HashMap<InformerKey, Entry>>,
+    informers: Mutex<BTreeMap<InformerKey, Entry>>,
 }
 
-/// Type, URLs (group, version, resource, and a namespace each) and selectors.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Type, URLs (group, version, resource, and a namespace each) and selectors; ordered, so that
+/// informers start in the same order every run (a simulation's seed decides the rest).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct InformerKey {
     type_id: TypeId,
     /// One per namespace of a namespace set, in order.
@@ -150,7 +151,7 @@ impl Factory {
         Self {
             client,
             config: Config::default(),
-            informers: Mutex::new(HashMap::new()),
+            informers: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -412,7 +413,7 @@ impl Factory {
 /// The informer of `K` over `sources` with `config`'s selectors, made with `config` if there is
 /// none.
 fn make<K>(
-    informers: &mut HashMap<InformerKey, Entry>,
+    informers: &mut BTreeMap<InformerKey, Entry>,
     client: Client,
     sources: Vec<Source>,
     config: &Config,

@@ -108,6 +108,9 @@ where
     /// only when that version is gone.
     pub(crate) async fn run(self) {
         let mut delays = self.config.backoff_delays();
+        // Whether `delays` grew from failures: a watch that opened since has reached the server,
+        // so a quiet end after it starts the series again rather than waiting an outage's step.
+        let mut failing = false;
         let mut resource_version: Option<String> = None;
         loop {
             let (end, latest) = match resource_version.take() {
@@ -120,6 +123,7 @@ where
                         self.watch(version).await
                     }
                     Err(err) => {
+                        failing = true;
                         self.retry_after("list", &err, &mut delays).await;
                         continue;
                     }
@@ -128,11 +132,24 @@ where
             resource_version = latest;
             match end {
                 WatchEnd::Resume { received: true } => {
-                    delays = self.config.backoff_delays();
+                    (delays, failing) = (self.config.backoff_delays(), false);
                 }
-                // A watch that ends at once without any news is retried with backoff, not hot.
+                // A watch that ends at once without any news is retried with backoff, not hot;
+                // if it ended in an outage (others failed; it has no failure of its own), the
+                // outage's end ends the wait too.
                 WatchEnd::Resume { received: false } => {
-                    tokio::time::sleep(next_delay(&mut delays)).await;
+                    if std::mem::take(&mut failing) {
+                        delays = self.config.backoff_delays();
+                    }
+                    let connectivity = &self.config.connectivity;
+                    let outage_ended = connectivity.outage_ended();
+                    connectivity.ended_quietly(&self.request.url_path);
+                    // Biased: either way it retries, and a simulation's order stays the seed's.
+                    tokio::select! {
+                        biased;
+                        () = tokio::time::sleep(next_delay(&mut delays)) => {}
+                        () = outage_ended => {}
+                    }
                 }
                 WatchEnd::Gone => {
                     tracing::info!(
@@ -142,6 +159,7 @@ where
                     resource_version = None;
                 }
                 WatchEnd::Failed(err) => {
+                    failing = true;
                     self.retry_after("watch", &err, &mut delays).await;
                 }
                 WatchEnd::Refused(err) if self.config.watch_list == WatchList::Auto => {
@@ -151,6 +169,7 @@ where
                     }
                 }
                 WatchEnd::Refused(err) => {
+                    failing = true;
                     self.retry_after("streaming list", &err, &mut delays).await;
                 }
             }
@@ -184,9 +203,9 @@ where
 
     /// Reports a failed list or watch, then waits for the next backoff step. A server that
     /// cannot be reached is reported through the shared [`Connectivity`](super::connectivity)
-    /// (once per outage, not once per request), and within an outage that began before this
-    /// failure, the wait ends early when another informer or the leader elector reaches the server
-    /// again; any other failure (such as 403) is logged here.
+    /// (once per outage, not once per request), and when that outage was one that more than one
+    /// resource saw, the wait ends as soon as it does (another informer or the leader elector
+    /// reached the server); any other failure (such as 403) is logged here.
     async fn retry_after(
         &self,
         request: &'static str,
@@ -196,19 +215,17 @@ where
         let delay = next_delay(delays);
         if connectivity::is_unreachable(err) {
             let connectivity = &self.config.connectivity;
-            // Only within an outage others saw too: a request that alone fails (one resource
-            // answering 503) keeps its backoff, however often the rest get through.
-            let shared_outage = connectivity.is_unreachable();
+            // Subscribed before the failure is counted: the outage it belongs to may end before
+            // this task waits.
+            let back = connectivity.shared_outage_ended();
             connectivity.failed(&self.request.url_path, &crate::error::chain(err), delay);
-            if shared_outage {
-                // Biased: either way it retries, and a simulation's order stays the seed's.
-                tokio::select! {
-                    biased;
-                    () = tokio::time::sleep(delay) => {}
-                    () = connectivity.reachable_again() => {}
-                }
-                return;
+            // Biased: either way it retries, and a simulation's order stays the seed's.
+            tokio::select! {
+                biased;
+                () = tokio::time::sleep(delay) => {}
+                () = back => {}
             }
+            return;
         } else if let Some(fix) = super::not_served::hint(err) {
             // One line when the resource stops being served, however long that lasts, and a
             // check at a steady pace, so that a CRD installed later is noticed within moments.
@@ -220,10 +237,9 @@ where
             }
             tokio::time::sleep(delay).await;
             return;
-        } else {
-            let error = crate::error::chain(err);
-            tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");
         }
+        let error = crate::error::chain(err);
+        tracing::warn!(url = self.request.url_path, %error, retry_in = ?delay, "{request} failed; retrying");
         tokio::time::sleep(delay).await;
     }
 

@@ -15,7 +15,8 @@
 //! Same seed, same run: the log of requests, deliveries and notes is byte-identical, as long as
 //! the code under test takes time, randomness and spawning from tokio and the [`World`] (no
 //! OS thread, no `std::time`, no unseeded generator, no unbiased `select!` on a path the run
-//! takes).
+//! takes). kubeward's own jitter follows the seed by itself: its generator restarts from the
+//! seed of the run that starts ([`take_starting_seed`]).
 //!
 //! Why tokio's paused clock and a seeded fake rather than a simulation library: madsim
 //! replaces tokio and the network under the whole dependency tree, which a workspace on kube's
@@ -48,6 +49,7 @@
 mod faults;
 mod network;
 mod oracle;
+mod starting_seed;
 mod world;
 
 use std::fmt;
@@ -59,6 +61,7 @@ use tokio::time::Duration;
 
 pub use faults::Faults;
 pub use oracle::{Reconciles, Reconciling};
+pub use starting_seed::take_starting_seed;
 pub use world::World;
 
 /// The environment variable that runs one seed alone: `KUBEWARD_SIM_SEED=1234 cargo test …`.
@@ -169,6 +172,7 @@ impl Simulation {
             .build()
             .expect("a current-thread runtime builds");
         let limit = self.time_limit;
+        starting_seed::starts(seed);
         let world = runtime.block_on(async { World::new(seed, self.faults.clone()) });
         let body_world = world.clone();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {

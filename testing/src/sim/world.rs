@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt as _, SeedableRng as _};
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
 use super::faults::{self, Faults, Injected, Plan, Request};
@@ -40,8 +40,9 @@ pub(crate) struct Shared {
     violations: Mutex<Vec<String>>,
     /// When the outage on now ends, if one is on.
     outage_ends: Mutex<Option<Instant>>,
-    /// Counts the outages begun, for open watches to end at the next.
-    outages: watch::Sender<u64>,
+    /// Wakes the open watches, to end at the next outage. A `Notify`, which wakes its waiters in
+    /// the order they came; tokio's `watch` picks an order at random, which no seed replays.
+    outages: Arc<Notify>,
 }
 
 impl World {
@@ -60,7 +61,7 @@ impl World {
                 watches: AtomicU64::new(0),
                 violations: Mutex::new(Vec::new()),
                 outage_ends: Mutex::new(None),
-                outages: watch::Sender::new(0),
+                outages: Arc::default(),
             }),
         }
     }
@@ -225,16 +226,13 @@ impl Shared {
         *ends = Some(now + length);
         drop(ends);
         self.log(format_args!("outage begins, for {} ms", length.as_millis()));
-        self.outages.send_modify(|begun| *begun += 1);
+        self.outages.notify_waiters();
         true
     }
 
     /// Completes when the next outage begins.
     pub(crate) fn next_outage(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut outages = self.outages.subscribe();
-        async move {
-            let _ = outages.changed().await;
-        }
+        Arc::clone(&self.outages).notified_owned()
     }
 
     pub(crate) fn next_watch(&self) -> u64 {
