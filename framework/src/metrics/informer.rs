@@ -8,11 +8,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts};
 
-use super::REFERENCE;
 use crate::informer::{Factory, Observed};
-
-/// Where the informer families start in [`REFERENCE`].
-pub(crate) const FIRST: usize = 15;
 
 /// The factories whose informers a collector reports; more can be added after it is registered.
 pub(crate) type Factories = Arc<Mutex<Vec<Arc<Factory>>>>;
@@ -65,18 +61,21 @@ impl InformerCollector {
                 .expect("invariant: the informer families have valid names and labels")
         };
         let families = Families {
-            lists: counter(FIRST),
-            watches: counter(FIRST + 1),
-            relists: counter(FIRST + 2),
-            objects: IntGaugeVec::new(opts(FIRST + 3), labels)
+            lists: counter("kubeward_informer_list_requests_total"),
+            watches: counter("kubeward_informer_watch_requests_total"),
+            relists: counter("kubeward_informer_relists_total"),
+            objects: IntGaugeVec::new(opts("kubeward_informer_store_objects"), labels)
                 .expect("invariant: the informer families have valid names and labels"),
-            decode_failures: counter(FIRST + 4),
-            last_sync: GaugeVec::new(opts(FIRST + 5), labels)
+            decode_failures: counter("kubeward_informer_decode_failures_total"),
+            last_sync: GaugeVec::new(
+                opts("kubeward_informer_last_sync_timestamp_seconds"),
+                labels,
+            )
+            .expect("invariant: the informer families have valid names and labels"),
+            streamed_lists: counter("kubeward_informer_streamed_lists_total"),
+            newest: GaugeVec::new(opts("kubeward_informer_newest_resource_version"), labels)
                 .expect("invariant: the informer families have valid names and labels"),
-            streamed_lists: counter(FIRST + 6),
-            newest: GaugeVec::new(opts(FIRST + 7), labels)
-                .expect("invariant: the informer families have valid names and labels"),
-            not_served: IntGaugeVec::new(opts(FIRST + 8), labels)
+            not_served: IntGaugeVec::new(opts("kubeward_informer_not_served"), labels)
                 .expect("invariant: the informer families have valid names and labels"),
         };
         let descs = families
@@ -191,8 +190,8 @@ impl Collector for InformerCollector {
     }
 }
 
-fn opts(index: usize) -> Opts {
-    Opts::new(REFERENCE[index].name, REFERENCE[index].help)
+fn opts(name: &str) -> Opts {
+    Opts::new(name, super::family(name).help)
 }
 
 #[cfg(test)]
@@ -211,10 +210,13 @@ mod tests {
     #[test]
     fn the_informer_families_have_valid_descriptors() {
         let labels = &["resource"];
-        for i in FIRST..FIRST + 8 {
-            assert!(IntCounterVec::new(opts(i), labels).is_ok(), "family {i}");
-            assert!(IntGaugeVec::new(opts(i), labels).is_ok(), "family {i}");
-            assert!(GaugeVec::new(opts(i), labels).is_ok(), "family {i}");
+        let informer_families = super::super::REFERENCE
+            .iter()
+            .filter(|family| family.name.starts_with("kubeward_informer_"));
+        for name in informer_families.map(|family| family.name) {
+            assert!(IntCounterVec::new(opts(name), labels).is_ok(), "{name}");
+            assert!(IntGaugeVec::new(opts(name), labels).is_ok(), "{name}");
+            assert!(GaugeVec::new(opts(name), labels).is_ok(), "{name}");
         }
     }
 

@@ -119,62 +119,56 @@ impl Metrics {
     /// A family of the same name is already registered there.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
         let metrics = Self {
-            reconcile_total: IntCounterVec::new(opts(0), labels(0))?,
-            reconcile_errors: IntCounterVec::new(opts(1), labels(1))?,
-            terminal_errors: IntCounterVec::new(opts(2), labels(2))?,
-            panics: IntCounterVec::new(opts(3), labels(3))?,
-            reconcile_time: HistogramVec::new(histogram(4, &RECONCILE_TIME_BUCKETS), labels(4))?,
-            max_concurrent: IntGaugeVec::new(opts(5), labels(5))?,
-            active_workers: IntGaugeVec::new(opts(6), labels(6))?,
-            depth: IntGaugeVec::new(opts(7), labels(7))?,
-            adds: IntCounterVec::new(opts(8), labels(8))?,
-            queue_duration: HistogramVec::new(
-                histogram(9, &WORKQUEUE_DURATION_BUCKETS),
-                labels(9),
+            reconcile_total: counter("controller_runtime_reconcile_total")?,
+            reconcile_errors: counter("controller_runtime_reconcile_errors_total")?,
+            terminal_errors: counter("controller_runtime_terminal_reconcile_errors_total")?,
+            panics: counter("controller_runtime_reconcile_panics_total")?,
+            reconcile_time: histogram(
+                "controller_runtime_reconcile_time_seconds",
+                &RECONCILE_TIME_BUCKETS,
             )?,
-            work_duration: HistogramVec::new(
-                histogram(10, &WORKQUEUE_DURATION_BUCKETS),
-                labels(10),
+            max_concurrent: gauge("controller_runtime_max_concurrent_reconciles")?,
+            active_workers: gauge("controller_runtime_active_workers")?,
+            depth: gauge("workqueue_depth")?,
+            adds: counter("workqueue_adds_total")?,
+            queue_duration: histogram(
+                "workqueue_queue_duration_seconds",
+                &WORKQUEUE_DURATION_BUCKETS,
             )?,
-            unfinished: GaugeVec::new(opts(11), labels(11))?,
-            longest: GaugeVec::new(opts(12), labels(12))?,
-            retries: CounterVec::new(opts(13), labels(13))?,
-            leader: IntGaugeVec::new(opts(14), labels(14))?,
-            events: IntCounterVec::new(opts(EVENTS), labels(EVENTS))?,
-            reads: IntCounterVec::new(opts(READS), labels(READS))?,
-            echoes: IntCounterVec::new(opts(ECHOES), labels(ECHOES))?,
-            paused: IntGaugeVec::new(opts(PAUSED), labels(PAUSED))?,
-            cache_wait: HistogramVec::new(
-                histogram(CACHE_WAIT, &CACHE_WAIT_BUCKETS),
-                labels(CACHE_WAIT),
+            work_duration: histogram(
+                "workqueue_work_duration_seconds",
+                &WORKQUEUE_DURATION_BUCKETS,
             )?,
-            cache_wait_timeouts: IntCounterVec::new(opts(CACHE_WAIT + 1), labels(CACHE_WAIT + 1))?,
-            expectations_pending: IntGaugeVec::new(opts(EXPECTATIONS), labels(EXPECTATIONS))?,
-            expectations_timeouts: IntCounterVec::new(
-                opts(EXPECTATIONS + 1),
-                labels(EXPECTATIONS + 1),
+            unfinished: float_gauge("workqueue_unfinished_work_seconds")?,
+            longest: float_gauge("workqueue_longest_running_processor_seconds")?,
+            retries: float_counter("workqueue_retries_total")?,
+            leader: gauge("leader_election_master_status")?,
+            events: counter("kubeward_events_total")?,
+            reads: counter("kubeward_reads_total")?,
+            echoes: counter("kubeward_own_write_echoes_suppressed_total")?,
+            paused: gauge("kubeward_paused_objects")?,
+            cache_wait: histogram("kubeward_cache_wait_seconds", &CACHE_WAIT_BUCKETS)?,
+            cache_wait_timeouts: counter("kubeward_cache_wait_timeouts_total")?,
+            expectations_pending: gauge("kubeward_expectations_pending")?,
+            expectations_timeouts: counter("kubeward_expectations_timeouts_total")?,
+            reconcile_timeouts: counter("controller_runtime_reconcile_timeouts_total")?,
+            shards: gauge("kubeward_sharder_shards")?,
+            assignments: counter("kubeward_sharder_assignments_total")?,
+            drains: counter("kubeward_sharder_drains_total")?,
+            handover: histogram("kubeward_sharder_handover_seconds", &HANDOVER_BUCKETS)?,
+            shard_leases: gauge("kubeward_sharder_shard_leases")?,
+            shard_lease_losses: counter("kubeward_shard_lease_losses_total")?,
+            webhook_requests: counter("controller_runtime_webhook_requests_total")?,
+            webhook_latency: histogram(
+                "controller_runtime_webhook_latency_seconds",
+                &WEBHOOK_LATENCY_BUCKETS,
             )?,
-            reconcile_timeouts: IntCounterVec::new(opts(TIMEOUTS), labels(TIMEOUTS))?,
-            shards: IntGaugeVec::new(opts(SHARDER), labels(SHARDER))?,
-            assignments: IntCounterVec::new(opts(SHARDER + 1), labels(SHARDER + 1))?,
-            drains: IntCounterVec::new(opts(SHARDER + 2), labels(SHARDER + 2))?,
-            handover: HistogramVec::new(
-                histogram(SHARDER + 3, &HANDOVER_BUCKETS),
-                labels(SHARDER + 3),
-            )?,
-            shard_leases: IntGaugeVec::new(opts(SHARDER + 4), labels(SHARDER + 4))?,
-            shard_lease_losses: IntCounterVec::new(opts(SHARDER + 5), labels(SHARDER + 5))?,
-            webhook_requests: IntCounterVec::new(opts(WEBHOOK), labels(WEBHOOK))?,
-            webhook_latency: HistogramVec::new(
-                histogram(WEBHOOK + 1, &WEBHOOK_LATENCY_BUCKETS),
-                labels(WEBHOOK + 1),
-            )?,
-            webhook_in_flight: IntGaugeVec::new(opts(WEBHOOK + 2), labels(WEBHOOK + 2))?,
-            connections_closed: IntCounterVec::new(opts(WEBHOOK + 3), labels(WEBHOOK + 3))?,
-            rest_requests: IntCounterVec::new(opts(REST_CLIENT), labels(REST_CLIENT))?,
-            rest_duration: HistogramVec::new(
-                histogram(REST_CLIENT + 1, &REST_CLIENT_DURATION_BUCKETS),
-                labels(REST_CLIENT + 1),
+            webhook_in_flight: gauge("controller_runtime_webhook_requests_in_flight")?,
+            connections_closed: counter("kubeward_serving_connections_closed_total")?,
+            rest_requests: counter("rest_client_requests_total")?,
+            rest_duration: histogram(
+                "rest_client_request_duration_seconds",
+                &REST_CLIENT_DURATION_BUCKETS,
             )?,
         };
         registry.register(Box::new(metrics.reconcile_total.clone()))?;
@@ -323,40 +317,38 @@ pub fn register_process(registry: &Registry) -> Result<(), prometheus::Error> {
     Ok(())
 }
 
-/// Where `kubeward_events_total` is in [`REFERENCE`].
-const EVENTS: usize = 24;
-/// Where `kubeward_reads_total` is in [`REFERENCE`].
-const READS: usize = EVENTS + 1;
-/// Where `kubeward_own_write_echoes_suppressed_total` is in [`REFERENCE`].
-const ECHOES: usize = READS + 1;
-/// Where `kubeward_paused_objects` is in [`REFERENCE`].
-const PAUSED: usize = ECHOES + 1;
-/// Where `kubeward_cache_wait_seconds` and then `kubeward_cache_wait_timeouts_total` are in
-/// [`REFERENCE`].
-const CACHE_WAIT: usize = PAUSED + 1;
-/// Where `kubeward_expectations_pending` and then `kubeward_expectations_timeouts_total` are in
-/// [`REFERENCE`].
-const EXPECTATIONS: usize = CACHE_WAIT + 2;
-/// Where `controller_runtime_reconcile_timeouts_total` is in [`REFERENCE`].
-const TIMEOUTS: usize = EXPECTATIONS + 2;
-/// Where the `kubeward_sharder_*` and `kubeward_shard_*` families start in [`REFERENCE`].
-const SHARDER: usize = TIMEOUTS + 1;
-/// Where `controller_runtime_webhook_requests_total` is in [`REFERENCE`].
-const WEBHOOK: usize = SHARDER + 6;
-/// The index of the first `rest_client_*` family in [`REFERENCE`].
-const REST_CLIENT: usize = REFERENCE.len() - 2;
-
-fn opts(index: usize) -> Opts {
-    Opts::new(REFERENCE[index].name, REFERENCE[index].help)
+/// The family `name` in [`REFERENCE`], which lists every family the framework registers.
+pub(super) fn family(name: &str) -> &'static Family {
+    REFERENCE
+        .iter()
+        .find(|family| family.name == name)
+        .unwrap_or_else(|| panic!("{name} is not in metrics::REFERENCE"))
 }
 
-/// The label names of the family at `index`: the order of the values the framework gives.
-fn labels(index: usize) -> &'static [&'static str] {
-    REFERENCE[index].labels
+fn opts(name: &str) -> Opts {
+    Opts::new(name, family(name).help)
 }
 
-fn histogram(index: usize, buckets: &[f64]) -> HistogramOpts {
-    HistogramOpts::new(REFERENCE[index].name, REFERENCE[index].help).buckets(buckets.to_vec())
+/// The families by kind, each with its name, help and label names from [`REFERENCE`].
+fn counter(name: &str) -> prometheus::Result<IntCounterVec> {
+    IntCounterVec::new(opts(name), family(name).labels)
+}
+
+fn float_counter(name: &str) -> prometheus::Result<CounterVec> {
+    CounterVec::new(opts(name), family(name).labels)
+}
+
+fn gauge(name: &str) -> prometheus::Result<IntGaugeVec> {
+    IntGaugeVec::new(opts(name), family(name).labels)
+}
+
+fn float_gauge(name: &str) -> prometheus::Result<GaugeVec> {
+    GaugeVec::new(opts(name), family(name).labels)
+}
+
+fn histogram(name: &str, buckets: &[f64]) -> prometheus::Result<HistogramVec> {
+    let opts = HistogramOpts::new(name, family(name).help).buckets(buckets.to_vec());
+    HistogramVec::new(opts, family(name).labels)
 }
 
 #[cfg(test)]
