@@ -61,6 +61,7 @@ impl<K: Cacheable> Bound<K> {
         let wiring = &self.wiring;
         let name = wiring.name.as_str();
         let _reset = ResetGauges(Arc::clone(wiring.queues.metrics()));
+        wiring.queues.metrics().run().start();
         // Open before the informers start, so that the handlers' first keys land in this queue.
         let opened = wiring.intake.open(wiring.queues.build());
         wiring.forward_sources();
@@ -77,6 +78,7 @@ impl<K: Cacheable> Bound<K> {
                 queue.add_with(key, AddOptions::new().priority(Priority::LOW));
             }
         }
+        wiring.queues.metrics().run().backlog(queue.len());
         tracing::info!(controller = %name, workers = wiring.concurrency, queued = queue.len(), "starting workers");
         let mut workers = JoinSet::new();
         for _ in 0..wiring.concurrency {

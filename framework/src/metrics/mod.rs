@@ -15,6 +15,7 @@ mod expectations;
 mod informer;
 mod reads;
 mod reference;
+mod run;
 #[cfg(feature = "tls")]
 mod webhook;
 mod workqueue;
@@ -93,6 +94,10 @@ pub struct Metrics {
     pub(crate) reads: IntCounterVec,
     pub(crate) echoes: IntCounterVec,
     pub(crate) paused: IntGaugeVec,
+    pub(crate) first_reconcile: GaugeVec,
+    pub(crate) backlog: IntGaugeVec,
+    pub(crate) backlog_drained: GaugeVec,
+    pub(crate) run_reconciles: IntGaugeVec,
     pub(crate) cache_wait: HistogramVec,
     pub(crate) cache_wait_timeouts: IntCounterVec,
     pub(crate) expectations_pending: IntGaugeVec,
@@ -147,6 +152,10 @@ impl Metrics {
             reads: counter("kubeward_reads_total")?,
             echoes: counter("kubeward_own_write_echoes_suppressed_total")?,
             paused: gauge("kubeward_paused_objects")?,
+            first_reconcile: float_gauge("kubeward_controller_first_reconcile_seconds")?,
+            backlog: gauge("kubeward_controller_backlog_keys")?,
+            backlog_drained: float_gauge("kubeward_controller_backlog_drained_seconds")?,
+            run_reconciles: gauge("kubeward_controller_run_reconciles")?,
             cache_wait: histogram("kubeward_cache_wait_seconds", &CACHE_WAIT_BUCKETS)?,
             cache_wait_timeouts: counter("kubeward_cache_wait_timeouts_total")?,
             expectations_pending: gauge("kubeward_expectations_pending")?,
@@ -190,6 +199,10 @@ impl Metrics {
         registry.register(Box::new(metrics.reads.clone()))?;
         registry.register(Box::new(metrics.echoes.clone()))?;
         registry.register(Box::new(metrics.paused.clone()))?;
+        registry.register(Box::new(metrics.first_reconcile.clone()))?;
+        registry.register(Box::new(metrics.backlog.clone()))?;
+        registry.register(Box::new(metrics.backlog_drained.clone()))?;
+        registry.register(Box::new(metrics.run_reconciles.clone()))?;
         registry.register(Box::new(metrics.cache_wait.clone()))?;
         registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
         registry.register(Box::new(metrics.expectations_pending.clone()))?;
@@ -390,7 +403,16 @@ mod tests {
         register_informers(&registry, factory_with_one_informer()).unwrap();
         register_process(&registry).unwrap();
         let _ = metrics.controller("demo", 2);
-        let _ = metrics.workqueue("demo");
+        let workqueue = metrics.workqueue("demo");
+        // A run whose one key is done: its backlog drained (a family absent until then).
+        workqueue.run().start();
+        crate::queue::QueueHooks::queue_duration(
+            &workqueue,
+            crate::queue::Priority::LOW,
+            std::time::Duration::ZERO,
+        );
+        crate::queue::QueueHooks::work_duration(&workqueue, std::time::Duration::ZERO);
+        crate::queue::QueueHooks::unfinished_work(&workqueue, std::time::Duration::ZERO);
         let _ = metrics.events("demo");
         let reads = metrics.reads("demo");
         reads.count("configmaps", ReadSource::Cache);

@@ -211,6 +211,30 @@ pub const REFERENCE: &[Family] = &[
         help: "Objects of a controller's kind in its cache that carry the `kubeward.io/paused: \"true\"` annotation: the controller does not reconcile them.",
     },
     Family {
+        name: "kubeward_controller_first_reconcile_seconds",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Seconds from the start of a controller's current run (its manager gained leadership, or started without leader election) to the first key a worker took; 0 before it.",
+    },
+    Family {
+        name: "kubeward_controller_backlog_keys",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Keys queued when the workers of a controller's current run started: every cached object, reconciled once per run at low priority.",
+    },
+    Family {
+        name: "kubeward_controller_backlog_drained_seconds",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Seconds from the start of a controller's current run until its queue was first empty with no reconcile in flight; absent until then.",
+    },
+    Family {
+        name: "kubeward_controller_run_reconciles",
+        kind: Kind::Gauge,
+        labels: &["controller"],
+        help: "Reconciles a controller finished in its current run (since it gained leadership); 0 when it is not running.",
+    },
+    Family {
         name: "kubeward_cache_wait_seconds",
         kind: Kind::Histogram,
         labels: &["controller", "resource"],

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use prometheus::{Counter, Gauge, Histogram, IntCounter, IntGauge};
 
 use super::Metrics;
+use super::run::RunMetrics;
 use crate::queue::{Priority, QueueHooks};
 
 /// Queue hooks for one queue, labelled `name` and `controller` with the controller's name.
@@ -26,6 +27,8 @@ pub(crate) struct WorkqueueMetrics {
     unfinished: Gauge,
     longest: Gauge,
     retries: Counter,
+    /// How the controller's current run gets going (first reconcile, backlog, drain).
+    run: RunMetrics,
 }
 
 impl WorkqueueMetrics {
@@ -42,14 +45,21 @@ impl WorkqueueMetrics {
             unfinished: metrics.unfinished.with_label_values(&labels),
             longest: metrics.longest.with_label_values(&labels),
             retries: metrics.retries.with_label_values(&labels),
+            run: RunMetrics::new(metrics, name),
         }
     }
 }
 
 impl WorkqueueMetrics {
+    /// The families of the controller's current run.
+    pub(crate) fn run(&self) -> &RunMetrics {
+        &self.run
+    }
+
     /// Sets the gauges back to zero once the queue they describe is gone: a dropped queue holds
     /// no keys and no work (its counters and histograms keep their history).
     pub(crate) fn reset(&self) {
+        self.run.end();
         self.other_depths.lock().clear();
         self.other_total.store(0, Ordering::Relaxed);
         self.normal_depth.store(0, Ordering::Relaxed);
@@ -85,14 +95,19 @@ impl QueueHooks for WorkqueueMetrics {
 
     fn queue_duration(&self, _priority: Priority, waited: Duration) {
         self.queue_duration.observe(waited.as_secs_f64());
+        self.run.took();
     }
 
     fn work_duration(&self, worked: Duration) {
         self.work_duration.observe(worked.as_secs_f64());
+        self.run.done();
     }
 
     fn unfinished_work(&self, total: Duration) {
         self.unfinished.set(total.as_secs_f64());
+        let ready =
+            self.normal_depth.load(Ordering::Relaxed) + self.other_total.load(Ordering::Relaxed);
+        self.run.tick(ready);
     }
 
     fn longest_running_processor(&self, longest: Duration) {

@@ -137,6 +137,49 @@ fn queue_metric(manager_registry: &prometheus::Registry, family: &str) -> f64 {
     })
 }
 
+/// A `kubeward_controller_*` run family of the controller, or `None` when it has no series.
+fn run_metric(manager_registry: &prometheus::Registry, family: &str) -> Option<f64> {
+    manager_registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == family)
+        .flat_map(|f| f.get_metric().iter())
+        .find(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "controller" && l.value() == CONTROLLER)
+        })
+        .map(|m| m.get_gauge().get_value())
+}
+
+/// The new leader's run: its backlog was the `live` objects, its first reconcile came after it
+/// started (within the test's wait), the backlog drained after that, and it counted at least one
+/// reconcile per live object.
+async fn takeover_was_measured(registry: &prometheus::Registry, live: usize) -> anyhow::Result<()> {
+    let live = f64::from(u32::try_from(live)?);
+    let backlog = run_metric(registry, "kubeward_controller_backlog_keys");
+    assert_eq!(backlog, Some(live), "the backlog at takeover");
+    let first = run_metric(registry, "kubeward_controller_first_reconcile_seconds");
+    assert!(
+        first.is_some_and(|s| s > 0.0 && s < 30.0),
+        "seconds from the takeover to the first reconcile: {first:?}"
+    );
+    let drained = wait_for(Duration::from_secs(10), "the backlog drained", || async {
+        run_metric(registry, "kubeward_controller_backlog_drained_seconds")
+    })
+    .await?;
+    assert!(
+        drained >= first.unwrap_or_default(),
+        "drained after {drained} s, before the first reconcile ({first:?})"
+    );
+    let since = run_metric(registry, "kubeward_controller_run_reconciles");
+    assert!(
+        since.is_some_and(|n| n >= live),
+        "{since:?} reconciles since the takeover, {live} live objects"
+    );
+    Ok(())
+}
+
 async fn create(api: &Api<ConfigMap>, name: &str, value: &str) -> anyhow::Result<()> {
     let cm = ConfigMap {
         metadata: ObjectMeta {
@@ -349,6 +392,8 @@ async fn a_standby_replica_queues_nothing_and_as_the_new_leader_reconciles_every
         second.started().is_empty(),
         "the standby reconciled nothing"
     );
+    let idle = run_metric(&standby_registry, "kubeward_controller_backlog_keys");
+    assert!(idle.unwrap_or(0.0) < 0.5, "no run on the standby: {idle:?}");
 
     // The leader shuts down and releases the Lease; the standby takes over.
     leader_token.cancel();
@@ -371,6 +416,7 @@ async fn a_standby_replica_queues_nothing_and_as_the_new_leader_reconciles_every
         "{adds} adds for {} live objects: each should be queued once when the new leader starts",
         live.len()
     );
+    takeover_was_measured(&standby_registry, live.len()).await?;
 
     standby_token.cancel();
     tokio::time::timeout(Duration::from_secs(20), standby_run).await???;
