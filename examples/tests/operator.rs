@@ -6,6 +6,8 @@ mod database;
 mod first_run;
 #[path = "operator/outages.rs"]
 mod outages;
+#[path = "operator/simulation.rs"]
+mod simulation;
 #[path = "operator/waits.rs"]
 mod waits;
 #[path = "operator/webapp.rs"]

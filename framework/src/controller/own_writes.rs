@@ -201,6 +201,12 @@ impl OwnWrites {
         (echoes, released.collect())
     }
 
+    /// Whether `meta` is a state the controller wrote whose watch event has not come yet: an
+    /// apply answered with it changed nothing, though a cache that lags shows an older state.
+    pub(crate) fn wrote(&self, meta: &ObjectMeta) -> bool {
+        state(meta).is_some_and(|state| self.inner.lock().written.contains(&state))
+    }
+
     /// Reports an event of `target` at `version` dropped as the echo of the controller's write.
     fn suppressed(&self, target: &Target, version: &str) {
         let (kind, namespace, name) = target;

@@ -119,6 +119,8 @@ impl<K: Resource> Context<K> {
         // Its watch event brings back what this reconcile already knows: no reason to run again.
         let ticket = self.own_writes().begin(target(&child));
         let (applied, created): (C, bool) = send(&self.client(), request).await.map_err(fail)?;
+        // The answer is a state an earlier reconcile wrote, its echo not in the cache yet.
+        let written_before = self.own_writes().wrote(applied.meta());
         ticket.finish(applied.meta());
         let kept = |cached: &Arc<C>| {
             let version = |meta: &kube::api::ObjectMeta| meta.resource_version.clone();
@@ -127,6 +129,7 @@ impl<K: Resource> Context<K> {
         };
         let operation = match &cached {
             _ if created => Operation::Created,
+            _ if written_before => Operation::Unchanged,
             Some(cached) if kept(cached) => Operation::Unchanged,
             _ => Operation::Updated,
         };
