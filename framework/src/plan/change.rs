@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// What a plan would do to one object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Action {
