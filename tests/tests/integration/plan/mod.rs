@@ -24,6 +24,7 @@ use crate::fixtures::watching;
 
 mod command;
 mod drift;
+mod overlay;
 mod upgrade;
 
 /// How long an operator may take to bring every generator to its ConfigMap.
