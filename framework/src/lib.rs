@@ -82,6 +82,7 @@
 //! | [`controller`] | handlers that queue keys, workers that call the [`Reconciler`](controller::Reconciler) |
 //! | [`reconcile`] | what a reconcile uses from its context: owned objects, status and conditions |
 //! | [`leader`] | Lease leader election, on its own |
+//! | [`plan`] | what an operator would write: its client's dry runs, their diffs against the live objects, the plan |
 //! | [`manager`] | runs controllers per term of leadership, endpoints, shutdown |
 //! | [`serving`] | the probes and metrics endpoints, and the webhook server, runnables of the manager |
 //! | `shard` | a replica as one shard of a controller ring: its shard Lease, the ring's controllers on their share, the sharder; a runnable of the manager (feature `sharding`) |
@@ -117,6 +118,7 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 mod names;
+pub mod plan;
 pub mod queue;
 mod random;
 pub mod rbac;

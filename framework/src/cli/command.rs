@@ -1,5 +1,5 @@
-//! Prints or writes an operator's manifests instead of running it: the `crd`, `manifests` and
-//! `shards` subcommands, with what `cli::manifests` makes of the controllers added.
+//! What an operator does instead of running: the `crd`, `manifests`, `plan` and `shards`
+//! subcommands, with what `cli::manifests` makes of the controllers added.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -10,8 +10,8 @@ use crate::manager::program::program;
 use crate::manager::{Error, Manager, Result};
 
 /// What an operator does instead of running: print or write the manifests of the controllers
-/// added to its [`Manager`]. [`Operator::run`](super::Operator::run) does it and returns without
-/// starting anything; only `shards` reads the cluster.
+/// added to its [`Manager`], or plan. [`Operator::run`](super::Operator::run) does it and
+/// returns without starting anything; only `plan` and `shards` read the cluster.
 #[derive(Clone, Debug, PartialEq, Eq, clap::Subcommand)]
 #[non_exhaustive]
 pub enum Command {
@@ -24,6 +24,20 @@ pub enum Command {
         /// for `_`]
         chart: Option<PathBuf>,
     },
+    /// Plan instead of running: start the informers, take no Lease, reconcile every object
+    /// once with every write sent as a dry run (`dryRun=All`), and print what would be
+    /// created, changed (with the fields) and deleted; nothing is written and no Event is
+    /// recorded. Exit code 0 when nothing would change, 2 when something would, 1 when a
+    /// reconcile failed.
+    Plan {
+        /// Reconcile only the objects this label selector names (kubectl's syntax, e.g.
+        /// `app=web,tier!=db`)
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
+        /// `text` for people, `json` for machines
+        #[arg(short = 'o', long, value_enum, default_value_t = PlanOutput::Text)]
+        output: PlanOutput,
+    },
     /// Print each shard of a controller ring (`--leader-election-namespace` holds their
     /// Leases): its state (ready, expired, uncertain, dead, orphaned), Lease holder, last
     /// renewal, and how many objects of each of the ring's kinds it holds; then exit.
@@ -34,14 +48,24 @@ pub enum Command {
     },
 }
 
+/// How the `plan` command prints the plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum PlanOutput {
+    /// The plan for people: a block per object, then the summary line.
+    #[default]
+    Text,
+    /// The plan as one JSON document (`kubeward::plan::Plan::to_json`).
+    Json,
+}
+
 impl Command {
-    /// Whether the command reads a cluster (`shards`), where the others only print or write
-    /// manifests.
-    #[cfg_attr(
-        not(feature = "sharding"),
-        expect(clippy::unused_self, reason = "no shards")
-    )]
+    /// Whether the command reads a cluster (`plan`, `shards`), where the others only print or
+    /// write manifests.
     pub(crate) fn needs_cluster(&self) -> bool {
+        if matches!(self, Self::Plan { .. }) {
+            return true;
+        }
         #[cfg(feature = "sharding")]
         if matches!(self, Self::Shards { .. }) {
             return true;
@@ -87,6 +111,8 @@ impl Command {
                     webhooks,
                 )?)
             }
+            // `Operator::run` plans, with the manager it owns.
+            Self::Plan { .. } => Ok(()),
             #[cfg(feature = "sharding")]
             Self::Shards { ring } => {
                 super::rings::print_rings(

@@ -14,6 +14,7 @@ mod logging;
 mod manifests;
 mod offline;
 mod operator;
+mod plan;
 #[cfg(feature = "sharding")]
 mod rings;
 #[cfg(feature = "sharding")]
@@ -21,7 +22,7 @@ mod shard_flags;
 #[cfg(feature = "webhooks")]
 mod webhook_flags;
 
-pub use self::command::Command;
+pub use self::command::{Command, PlanOutput};
 pub use self::flags::{Flags, LogFormat};
 pub use self::logging::init_logging;
 pub use self::operator::Operator;

@@ -121,12 +121,19 @@ impl Operator {
     /// Runs the manager ([`Manager::run`]), or, when the command line named a [`Command`],
     /// carries it out for the controllers added so far and returns without starting anything.
     ///
+    /// `plan` ([`Manager::plan`]) prints the plan and ends the process with the plan's exit
+    /// code when it is not 0: 2 when something would change, 1 when a reconcile failed.
+    ///
     /// # Errors
     /// [`Manager::run`]'s, or for a command
-    /// [`Error::Manifests`](crate::manager::Error::Manifests).
+    /// [`Error::Manifests`](crate::manager::Error::Manifests) (and [`Manager::plan`]'s).
     pub fn run(self) -> impl Future<Output = Result<()>> + Send + 'static {
         let run: futures::future::BoxFuture<'static, Result<()>> = Box::pin(async move {
             match &self.command {
+                Some(Command::Plan { selector, output }) => {
+                    let (selector, output) = (selector.clone(), *output);
+                    super::plan::plan(self.manager, selector, output).await
+                }
                 Some(command) => {
                     command
                         .run(&self.manager, self.lease_namespace.as_deref())

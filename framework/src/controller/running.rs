@@ -101,7 +101,7 @@ impl<K: Cacheable> Bound<K> {
 }
 
 /// Waits until the controller's informer and those of its triggers have synced.
-async fn wait_for_caches<K: Cacheable>(
+pub(super) async fn wait_for_caches<K: Cacheable>(
     informer: &SharedInformer<K>,
     wired: &[Wired],
 ) -> Result<(), informer::Error> {

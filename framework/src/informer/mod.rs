@@ -77,7 +77,7 @@ mod not_served;
 mod progress;
 mod reflector;
 mod registration;
-mod selector;
+pub(crate) mod selector;
 mod shared_informer;
 mod sink;
 mod stats;

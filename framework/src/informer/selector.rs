@@ -23,6 +23,55 @@ pub(crate) fn check_labels(selector: &str) -> Result<(), SelectorError> {
     Ok(())
 }
 
+/// Whether `labels` satisfy the label selector (checked as [`check_labels`] does), as the API
+/// server would select them: every requirement holds.
+pub(crate) fn labels_match(
+    selector: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<bool, SelectorError> {
+    check_labels(selector)?;
+    if selector.trim().is_empty() {
+        return Ok(true);
+    }
+    Ok(split_outside_parentheses(selector)?
+        .into_iter()
+        .all(|requirement| holds(requirement.trim(), labels)))
+}
+
+/// Whether one checked requirement holds for `labels`.
+fn holds(requirement: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+    if let Some(key) = requirement.strip_prefix('!') {
+        return !labels.contains_key(key.trim());
+    }
+    for op in ["!=", "==", "=", ">", "<"] {
+        if let Some((key, value)) = requirement.split_once(op) {
+            let (have, value) = (labels.get(key.trim()), value.trim());
+            let number = |v: &str| v.parse::<i64>().ok();
+            return match op {
+                "!=" => have.is_none_or(|h| h != value),
+                ">" => have.and_then(|h| number(h)) > number(value),
+                "<" => have
+                    .and_then(|h| number(h))
+                    .zip(number(value))
+                    .is_some_and(|(h, v)| h < v),
+                _ => have.is_some_and(|h| h == value),
+            };
+        }
+    }
+    let mut words = requirement.splitn(2, char::is_whitespace);
+    let key = words.next().unwrap_or_default();
+    let rest = words.next().unwrap_or_default().trim_start();
+    let have = labels.get(key);
+    let Some((notin, set)) = (rest.strip_prefix("notin").map(|s| (true, s)))
+        .or_else(|| rest.strip_prefix("in").map(|s| (false, s)))
+    else {
+        return have.is_some();
+    };
+    let values = set.trim().trim_start_matches('(').trim_end_matches(')');
+    let listed = have.is_some_and(|h| values.split(',').any(|v| v.trim() == h));
+    if notin { !listed } else { listed }
+}
+
 /// Checks a field selector: comma-separated `field=value`, `field==value` or `field!=value`
 /// (a `\` escapes `,`, `=` and `!` in values).
 pub(crate) fn check_fields(selector: &str) -> Result<(), SelectorError> {
@@ -174,6 +223,49 @@ fn split_unescaped_at<'a>(term: &'a str, op: &str) -> Option<(&'a str, &'a str)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_match_each_form_of_requirement_as_the_api_server_selects() {
+        let labels: std::collections::BTreeMap<String, String> =
+            [("app", "web"), ("tier", "front"), ("n", "3")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let matches = |s: &str| labels_match(s, &labels).expect("a valid selector");
+        for yes in [
+            "",
+            "app",
+            "!db",
+            "app=web",
+            "app==web",
+            "app!=api",
+            "db!=x",
+            "tier in (front,back)",
+            "tier notin (back)",
+            "db notin (x)",
+            "n>2",
+            "n<4",
+            "app=web,tier=front",
+        ] {
+            assert!(matches(yes), "{yes}");
+        }
+        for no in [
+            "db",
+            "!app",
+            "app=api",
+            "app!=web",
+            "tier in (back)",
+            "tier notin (front)",
+            "db in (x)",
+            "n>3",
+            "n<3",
+            "x>1",
+            "app=web,tier=back",
+        ] {
+            assert!(!matches(no), "{no}");
+        }
+        assert!(labels_match("app in (", &labels).is_err());
+    }
 
     #[test]
     fn label_selectors_of_every_form_parse() {

@@ -20,6 +20,7 @@ mod connection;
 mod controllers;
 mod namespaces;
 mod parts;
+mod plan;
 pub(crate) mod pod_namespace;
 mod probes;
 pub(crate) mod program;
@@ -40,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::config::Config;
 pub use self::connection::Connection;
 use self::parts::Parts;
+use self::plan::Planner;
 pub use self::probes::Check;
 pub(crate) use self::probes::Probes;
 use self::recorded::Recorded;
@@ -50,6 +52,7 @@ pub use crate::leader::election::{LeaderElection, OnLeadershipLoss};
 
 use crate::informer::Factory;
 use crate::metrics::Metrics;
+use crate::plan::dry_run::{self, Planning};
 
 /// Errors that stop a [`Manager`] from starting or end its run.
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +199,10 @@ pub struct Manager {
     parts: Mutex<Parts>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
     informer_factories: crate::metrics::Factories,
+    /// The switch that makes the client's writes dry runs, and what they were (see `plan`).
+    planning: Arc<Planning>,
+    /// The controllers a plan reconciles.
+    planners: Mutex<Vec<Arc<dyn Planner>>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -232,6 +239,9 @@ impl Manager {
 
     /// Adds the informer and process families to `registry`, which holds only `metrics` yet.
     fn assemble(client: Client, config: Config, registry: Registry, metrics: Metrics) -> Self {
+        // Every client the manager hands out can be switched to dry runs by a plan.
+        let planning = Arc::new(Planning::default());
+        let client = dry_run::client(client, Arc::clone(&planning));
         let factory = Arc::new(Factory::new(client.clone()).config(config.informers.clone()));
         let informer_factories = Arc::new(Mutex::new(vec![Arc::clone(&factory)]));
         crate::metrics::register_informer_factories(&registry, Arc::clone(&informer_factories))
@@ -249,6 +259,8 @@ impl Manager {
             recorded: Mutex::default(),
             parts: Mutex::default(),
             informer_factories,
+            planning,
+            planners: Mutex::default(),
         }
     }
 

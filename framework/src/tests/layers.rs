@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::source::library_code;
 
 /// The modules from the bottom layer up.
-const LAYERS: [&str; 19] = [
+const LAYERS: [&str; 20] = [
     "tls",
     "cache",
     "informer",
@@ -24,6 +24,7 @@ const LAYERS: [&str; 19] = [
     "controller",
     "reconcile",
     "leader",
+    "plan",
     "manager",
     "serving",
     "shard",

@@ -17,6 +17,7 @@ mod leader;
 mod manager;
 mod metrics;
 mod pause;
+mod plan;
 mod rbac;
 mod reconcile_kit;
 mod reliability;

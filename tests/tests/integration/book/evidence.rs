@@ -2,12 +2,13 @@
 
 use super::{page, repo};
 
-/// Each page, the folder under `tests/tests/integration/` its cited tests live in.
-const CITING: [(&str, &str); 4] = [
-    ("operating.md", "pause"),
-    ("rbac.md", "rbac"),
-    ("triggers.md", "triggers"),
-    ("webhooks.md", "webhook"),
+/// Each page, the folders under `tests/tests/integration/` its cited tests live in (a cited
+/// test is found in one of them).
+const CITING: [(&str, &[&str]); 4] = [
+    ("operating.md", &["pause", "plan"]),
+    ("rbac.md", &["rbac"]),
+    ("triggers.md", &["triggers"]),
+    ("webhooks.md", &["webhook"]),
 ];
 
 /// The section of `text` under its heading that starts with `## How`.
@@ -37,17 +38,20 @@ fn cited(text: &str) -> Vec<(&str, &str)> {
 fn every_test_the_book_cites_as_evidence_exists() {
     let mut missing = Vec::new();
     let mut found = 0;
-    for (name, folder) in CITING {
+    for (name, folders) in CITING {
         for (file, test) in cited(&page(name)) {
-            let path = repo()
-                .join("tests/tests/integration")
-                .join(folder)
-                .join(format!("{file}.rs"));
-            let source = std::fs::read_to_string(&path).unwrap_or_default();
-            if source.contains(&format!("async fn {test}()")) {
+            let defines = |folder: &&str| {
+                let path = repo()
+                    .join("tests/tests/integration")
+                    .join(folder)
+                    .join(format!("{file}.rs"));
+                let source = std::fs::read_to_string(&path).unwrap_or_default();
+                source.contains(&format!("async fn {test}()"))
+            };
+            if folders.iter().any(defines) {
                 found += 1;
             } else {
-                missing.push(format!("{name}: {file}::{test} (in {})", path.display()));
+                missing.push(format!("{name}: {file}::{test} (in {folders:?})"));
             }
         }
     }
