@@ -88,8 +88,9 @@
 //! | `shard` | a replica as one shard of a controller ring: its shard Lease, the ring's controllers on their share, the sharder; a runnable of the manager (feature `sharding`) |
 //! | `cli` | on top: the command line's flags, logging and subcommands, and the manager they describe (feature `cli`) |
 //!
-//! `error`, `names` (the API server's name rules), `random` (jitter a simulation can seed) and
-//! `task` (spawning boxed futures) serve every
+//! `error`, `names` (the API server's name rules), `process` (the program's name, its pod's
+//! namespace), `random` (jitter a simulation can seed) and `task` (spawning boxed futures) serve
+//! every
 //! layer. A test (`src/tests/layers.rs`) fails when a module's code names a
 //! module below it in this table, or when a module has no row.
 //!
@@ -119,6 +120,7 @@ pub mod manager;
 pub mod metrics;
 mod names;
 pub mod plan;
+mod process;
 pub mod queue;
 mod random;
 pub mod rbac;

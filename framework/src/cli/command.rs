@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::manifests::{crds_yaml, default_chart, write_chart};
 use crate::crd::CustomResourceDefinition;
-use crate::manager::program::program;
 use crate::manager::{Error, Manager, Result};
+use crate::process::program::program;
 
 /// What an operator does instead of running: print or write the manifests of the controllers
 /// added to its [`Manager`], or plan. [`Operator::run`](super::Operator::run) does it and

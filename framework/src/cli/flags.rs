@@ -9,8 +9,8 @@ use super::Command;
 use super::duration::parse_duration;
 use crate::informer::{self, CacheScope, WatchList};
 use crate::leader;
-use crate::manager::program::program_object_name;
 use crate::manager::{Config, Error, LeaderElection, OnLeadershipLoss};
+use crate::process::program::program_object_name;
 use crate::serving::{BindAddress, Endpoints};
 
 /// The command-line flags every kubeward operator understands, named as in controller-runtime and

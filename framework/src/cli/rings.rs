@@ -2,9 +2,9 @@
 
 use std::io::Write as _;
 
-use crate::manager::pod_namespace::pod_namespace;
 use crate::manager::ring::RecordedRing;
 use crate::manager::{Error, Manager, Result};
+use crate::process::pod_namespace::pod_namespace;
 use crate::sharding::ring_view;
 
 /// Prints the view of `ring`, or of every ring in `rings`: each shard's Lease state, holder and

@@ -48,7 +48,7 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
             .metrics(manager.metrics().clone());
         let bound = controller.bind_unchecked(&cluster);
         manager.add_cache_readiness(&bound);
-        manager.add_planner(Arc::new(bound.clone()));
+        manager.planners.add(Arc::new(bound.clone()));
         Ok(Box::new(ControllerRunnable(bound)))
     }
 }

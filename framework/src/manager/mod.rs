@@ -21,9 +21,7 @@ mod controllers;
 mod namespaces;
 mod parts;
 mod plan;
-pub(crate) mod pod_namespace;
 mod probes;
-pub(crate) mod program;
 pub(crate) mod recorded;
 #[cfg(feature = "sharding")]
 pub(crate) mod ring;
@@ -41,7 +39,6 @@ use tokio_util::sync::CancellationToken;
 pub use self::config::Config;
 pub use self::connection::Connection;
 use self::parts::Parts;
-use self::plan::Planner;
 pub use self::probes::Check;
 pub(crate) use self::probes::Probes;
 use self::recorded::Recorded;
@@ -202,7 +199,7 @@ pub struct Manager {
     /// The switch that makes the client's writes dry runs, and what they were (see `plan`).
     planning: Arc<Planning>,
     /// The controllers a plan reconciles.
-    planners: Mutex<Vec<Arc<dyn Planner>>>,
+    planners: crate::plan::planner::Planners,
 }
 
 impl std::fmt::Debug for Manager {
@@ -260,7 +257,7 @@ impl Manager {
             parts: Mutex::default(),
             informer_factories,
             planning,
-            planners: Mutex::default(),
+            planners: crate::plan::planner::Planners::default(),
         }
     }
 

@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::namespaces;
-use super::pod_namespace::pod_namespace;
 use super::{Error, Manager, OnLeadershipLoss, Result, Runnable, cancel_on_signal};
 use crate::error::chain;
 use crate::leader::campaign::{Election, wait_leading, wait_lost};
+use crate::process::pod_namespace::pod_namespace;
 
 /// The leader-only runnables started for one term of leadership: the token that stops them,
 /// when they started, and the names of those that cannot run in a later term.

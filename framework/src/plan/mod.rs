@@ -34,6 +34,7 @@ mod change;
 mod diff;
 pub(crate) mod dry_run;
 mod options;
+pub(crate) mod planner;
 mod report;
 
 pub use self::change::{Action, Change, FieldChange};

@@ -2,8 +2,8 @@
 
 use super::webhook_server::WebhookServer;
 use super::webhook_set::Webhooks;
-use crate::manager::program::program_object_name;
 use crate::manager::{Manager, Result};
+use crate::process::program::program_object_name;
 use crate::webhook::{self, Admissible, Admission, Defaulter, Endpoint, Route, Validator};
 
 impl Manager {
@@ -92,7 +92,7 @@ impl Manager {
                 name: (config.service.clone())
                     .unwrap_or_else(|| format!("{}-webhook", program_object_name())),
                 namespace: config.service_namespace.clone().unwrap_or_else(|| {
-                    crate::manager::pod_namespace::pod_namespace(&self.client())
+                    crate::process::pod_namespace::pod_namespace(&self.client())
                 }),
             },
         }

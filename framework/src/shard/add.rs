@@ -16,9 +16,9 @@ use super::sharder::ShardAssigner;
 use crate::controller::Cluster;
 use crate::informer::{self, Factory};
 use crate::leader::LeaderElector;
-use crate::manager::pod_namespace::pod_namespace;
 use crate::manager::ring::RingShard;
 use crate::manager::{Error, IntoRunnable, Manager, Result, Runnable};
+use crate::process::pod_namespace::pod_namespace;
 use crate::sharding::{RING_LABEL, SHARDER_IDENTITY, SharderMetrics, shard_label};
 
 impl IntoRunnable for Shard {

@@ -31,11 +31,12 @@ const LAYERS: [&str; 20] = [
     "cli",
 ];
 
-/// What every layer may use: the crate's error, the name checks, seedable jitter, a buffer helper, the boxed
+/// What every layer may use: the crate's error, the name checks, the process's name and namespace, seedable jitter, a buffer helper, the boxed
 /// spawns, the testing kit, and `lib.rs` and `tests`, which are not code of a layer.
-const SERVES_ALL: [&str; 8] = [
+const SERVES_ALL: [&str; 9] = [
     "error",
     "names",
+    "process",
     "random",
     "spare_capacity",
     "task",
