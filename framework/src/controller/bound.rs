@@ -7,8 +7,9 @@ use parking_lot::Mutex;
 
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, target_of};
-use super::pause::{PausedObjects, passes_any_predicate};
+use super::pause::{PausedObjects, passes_any_predicate, requested};
 use super::trigger::Wired;
+use super::why::{EventType, Reason, Recorder, Trigger};
 use super::wiring::{Queues, Wiring};
 use super::worker::Shared;
 use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY, Invalid};
@@ -112,7 +113,14 @@ impl<K: Cacheable> Controller<K> {
                     } else {
                         Priority::default()
                     };
-                    on_add.add_with(hints.key, AddOptions::new().priority(priority));
+                    let reason = if hints.listed {
+                        Reason::Listed
+                    } else {
+                        Reason::Event
+                    };
+                    let version = obj.meta().resource_version.as_deref();
+                    let why = Trigger::event(reason, EventType::Added, version);
+                    on_add.add_with(hints.key, AddOptions::new().priority(priority), why);
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
                     updated.observe(&hints.key, new.meta());
@@ -125,22 +133,34 @@ impl<K: Cacheable> Controller<K> {
                     let key = hints.key;
                     if Arc::ptr_eq(&old, &new) {
                         // A resync waits behind live changes.
-                        on_update.add_with(key, AddOptions::new().priority(Priority::LOW));
+                        let why = Trigger::bare(Reason::Resync);
+                        on_update.add_with(key, AddOptions::new().priority(Priority::LOW), why);
                         return;
                     }
+                    let reason = if requested(old.meta(), new.meta()) {
+                        Reason::Requested
+                    } else {
+                        Reason::Event
+                    };
+                    let version = new.meta().resource_version.as_deref();
+                    let why = Trigger::event(reason, EventType::Modified, version);
                     // The controller's own status writes and failure reports are no reason to
                     // reconcile again.
                     let target = target_of(&kind, new.meta());
                     if hints.coalesced {
-                        own.trigger_coalesced(&target, new.meta(), vec![key]);
+                        own.trigger_coalesced(&target, new.meta(), vec![key], why);
                     } else {
-                        own.trigger(&target, new.meta(), vec![key]);
+                        own.trigger(&target, new.meta(), vec![key], why);
                     }
                 })
                 .on_delete(move |gone| {
                     let key = ObjectKey::of(gone.object().as_ref());
                     deleted.forget(&key);
-                    on_delete.add(key);
+                    let version = gone.object().meta().resource_version.as_deref();
+                    on_delete.add(
+                        key,
+                        Trigger::event(Reason::Event, EventType::Deleted, version),
+                    );
                 }),
         );
 
@@ -165,6 +185,10 @@ impl<K: Cacheable> Controller<K> {
         .with_reporting(self.reporting.clone(), self.to_json);
         #[cfg(feature = "sharding")]
         let ctx = ctx.with_owned_labels(self.owned_labels);
+        let recorder = Arc::new(Recorder::new(self.recorded_reconciles));
+        if let Some(reconciles) = &cluster.reconciles {
+            reconciles.register(&name, ctx.kind().name(), Arc::clone(&recorder));
+        }
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,
@@ -172,6 +196,8 @@ impl<K: Cacheable> Controller<K> {
             metrics: metrics.controller(&name, concurrency),
             reporting: self.reporting,
             to_json: self.to_json,
+            pending: Arc::clone(intake.pending()),
+            recorder,
         });
         Bound {
             wiring: Arc::new(Wiring {

@@ -74,6 +74,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 mod trigger;
+mod why;
 mod wiring;
 mod worker;
 
@@ -95,3 +96,5 @@ pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub(crate) use reporting::INITIAL_REASON;
 pub(crate) use trigger::target;
+pub use why::{DEFAULT_RECORDED_RECONCILES, EventType, MAX_TRIGGERS, Reason, Trigger};
+pub(crate) use why::{History, Reconciles, note_diff};

@@ -45,7 +45,8 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
-            .metrics(manager.metrics().clone());
+            .metrics(manager.metrics().clone())
+            .reconciles(manager.reconciles().clone());
         let bound = controller.bind_unchecked(&cluster);
         manager.add_cache_readiness(&bound);
         Ok(Box::new(ControllerRunnable(bound)))

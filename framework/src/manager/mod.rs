@@ -196,6 +196,8 @@ pub struct Manager {
     parts: Mutex<Parts>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
     informer_factories: crate::metrics::Factories,
+    /// The controllers' flight recorders, served at `/debug/reconciles`.
+    reconciles: crate::controller::Reconciles,
 }
 
 impl std::fmt::Debug for Manager {
@@ -249,6 +251,7 @@ impl Manager {
             recorded: Mutex::default(),
             parts: Mutex::default(),
             informer_factories,
+            reconciles: crate::controller::Reconciles::default(),
         }
     }
 
@@ -275,6 +278,11 @@ impl Manager {
     #[must_use]
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The flight recorders of the controllers added.
+    pub(crate) fn reconciles(&self) -> &crate::controller::Reconciles {
+        &self.reconciles
     }
 
     /// The shared informer factory: every controller and handler of this manager that watches
