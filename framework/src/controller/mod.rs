@@ -97,4 +97,4 @@ pub use reconciler::Reconciler;
 pub(crate) use reporting::INITIAL_REASON;
 pub(crate) use trigger::target;
 pub use why::{DEFAULT_RECORDED_RECONCILES, EventType, MAX_TRIGGERS, Reason, Trigger};
-pub(crate) use why::{History, Reconciles, note_diff};
+pub(crate) use why::{History, Reconciles, note_diff, record};

@@ -20,6 +20,8 @@ pub use pending::MAX_TRIGGERS;
 pub(crate) use pending::{Pending, Taken};
 pub use recorder::DEFAULT_RECORDED_RECONCILES;
 pub(crate) use recorder::{History, Reconciles, Recorder, now_ms};
+#[cfg(test)]
+pub(crate) use run::dropped;
 pub(crate) use run::{Run, note_diff, running, triggers};
 pub use trigger::{EventType, Reason, Trigger};
 pub(crate) use written::WriteRequest;

@@ -32,6 +32,9 @@ pub(crate) struct Taken {
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
     keys: Mutex<HashMap<ObjectKey, Taken>>,
+    /// How many triggers each key was given, for the simulation's oracle.
+    #[cfg(test)]
+    pushed: Mutex<HashMap<ObjectKey, u64>>,
 }
 
 impl Pending {
@@ -42,6 +45,10 @@ impl Pending {
 
     /// Notes `trigger` for the next reconcile of `key`, ready at `ready` (a delayed requeue).
     pub(crate) fn push_ready_at(&self, key: &ObjectKey, trigger: Trigger, ready: Instant) {
+        #[cfg(test)]
+        {
+            *self.pushed.lock().entry(key.clone()).or_default() += 1;
+        }
         let mut keys = self.keys.lock();
         if let Some(taken) = keys.get_mut(key) {
             taken.since = Some(taken.since.map_or(ready, |since| since.min(ready)));
@@ -77,6 +84,12 @@ impl Pending {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.keys.lock().len()
+    }
+
+    /// How many triggers `key` was given in all.
+    #[cfg(test)]
+    pub(crate) fn pushed(&self, key: &ObjectKey) -> u64 {
+        self.pushed.lock().get(key).copied().unwrap_or_default()
     }
 }
 

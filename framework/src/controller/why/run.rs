@@ -54,6 +54,12 @@ pub(crate) fn triggers() -> Vec<Trigger> {
     RUN.try_with(|run| run.triggers.clone()).unwrap_or_default()
 }
 
+/// How many triggers of the reconcile running on this task were beyond the bound.
+#[cfg(test)]
+pub(crate) fn dropped() -> u32 {
+    RUN.try_with(|run| run.dropped).unwrap_or_default()
+}
+
 /// Whether a reconcile that records its writes runs on this task.
 pub(crate) fn recording() -> bool {
     RUN.try_with(|run| run.recording).unwrap_or(false)
