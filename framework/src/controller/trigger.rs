@@ -96,7 +96,13 @@ fn wire<C: Watchable>(
             observe(&added, c.as_ref(), on_add(&c), why, &hints);
         })
         .on_update(move |old: Arc<C>, new: Arc<C>, hints: Hints| {
-            let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
+            // Both states' keys, once each: an owner that did not change is one trigger.
+            let mut keys = on_update(&old);
+            for key in on_update(&new) {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
             let why = changed(reason, EventType::Modified, new.as_ref(), &hints.key);
             observe(&updated, new.as_ref(), keys, why, &hints);
         })

@@ -26,3 +26,4 @@ mod shard_scaling;
 mod sharding;
 mod triggers;
 mod webhook;
+mod why;
