@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::intake::Intake;
@@ -107,20 +108,8 @@ impl<K: Cacheable> Controller<K> {
             change_fns()
                 .on_add(move |obj: Arc<K>, hints: Hints| {
                     added.observe(&hints.key, obj.meta());
-                    // Objects of the initial list wait behind live changes (with aging).
-                    let priority = if hints.listed {
-                        Priority::LOW
-                    } else {
-                        Priority::default()
-                    };
-                    let reason = if hints.listed {
-                        Reason::Listed
-                    } else {
-                        Reason::Event
-                    };
-                    let version = obj.meta().resource_version.as_deref();
-                    let why = Trigger::event(reason, EventType::Added, version);
-                    on_add.add_with(hints.key, AddOptions::new().priority(priority), why);
+                    let (options, why) = own_added(hints.listed, obj.meta());
+                    on_add.add_with(hints.key, options, why);
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
                     updated.observe(&hints.key, new.meta());
@@ -137,13 +126,7 @@ impl<K: Cacheable> Controller<K> {
                         on_update.add_with(key, AddOptions::new().priority(Priority::LOW), why);
                         return;
                     }
-                    let reason = if requested(old.meta(), new.meta()) {
-                        Reason::Requested
-                    } else {
-                        Reason::Event
-                    };
-                    let version = new.meta().resource_version.as_deref();
-                    let why = Trigger::event(reason, EventType::Modified, version);
+                    let why = own_modified(old.meta(), new.meta());
                     // The controller's own status writes and failure reports are no reason to
                     // reconcile again.
                     let target = target_of(&kind, new.meta());
@@ -157,10 +140,8 @@ impl<K: Cacheable> Controller<K> {
                     let key = ObjectKey::of(gone.object().as_ref());
                     deleted.forget(&key);
                     let version = gone.object().meta().resource_version.as_deref();
-                    on_delete.add(
-                        key,
-                        Trigger::event(Reason::Event, EventType::Deleted, version),
-                    );
+                    let why = Trigger::event(Reason::Event, EventType::Deleted, version);
+                    on_delete.add(key, why);
                 }),
         );
 
@@ -185,10 +166,7 @@ impl<K: Cacheable> Controller<K> {
         .with_reporting(self.reporting.clone(), self.to_json);
         #[cfg(feature = "sharding")]
         let ctx = ctx.with_owned_labels(self.owned_labels);
-        let recorder = Arc::new(Recorder::new(self.recorded_reconciles));
-        if let Some(reconciles) = &cluster.reconciles {
-            reconciles.register(&name, ctx.kind().name(), Arc::clone(&recorder));
-        }
+        let recorder = recorder(cluster, self.recorded_reconciles, &name, ctx.kind());
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,
@@ -214,6 +192,41 @@ impl<K: Cacheable> Controller<K> {
             }),
         }
     }
+}
+
+/// How an add of the controller's own kind is queued: objects of the initial list wait behind
+/// live changes (with aging).
+fn own_added(listed: bool, meta: &ObjectMeta) -> (AddOptions, Trigger) {
+    let version = meta.resource_version.as_deref();
+    if listed {
+        let why = Trigger::event(Reason::Listed, EventType::Added, version);
+        (AddOptions::new().priority(Priority::LOW), why)
+    } else {
+        (
+            AddOptions::new(),
+            Trigger::event(Reason::Event, EventType::Added, version),
+        )
+    }
+}
+
+/// The trigger of an update of the controller's own kind from `old` to `new`.
+fn own_modified(old: &ObjectMeta, new: &ObjectMeta) -> Trigger {
+    let reason = if requested(old, new) {
+        Reason::Requested
+    } else {
+        Reason::Event
+    };
+    Trigger::event(reason, EventType::Modified, new.resource_version.as_deref())
+}
+
+/// The flight recorder of the controller `name` of `kind`, keeping `n` reconciles per object,
+/// registered where `cluster` says.
+fn recorder(cluster: &Cluster, n: usize, name: &str, kind: &super::Kind) -> Arc<Recorder> {
+    let recorder = Arc::new(Recorder::new(n));
+    if let Some(reconciles) = &cluster.reconciles {
+        reconciles.register(name, kind.name(), Arc::clone(&recorder));
+    }
+    recorder
 }
 
 impl<K: Cacheable> Bound<K> {

@@ -38,6 +38,7 @@ impl std::fmt::Debug for Cluster {
             .field("scope", &self.scope)
             .field("metrics", &self.metrics)
             .field("own_client", &self.client.is_some())
+            .field("registers_recorders", &self.reconciles.is_some())
             .finish()
     }
 }

@@ -73,8 +73,11 @@ struct InFlight {
     ours: HashSet<(String, String)>,
     /// Events held: their (uid, resourceVersion), the keys they would trigger and as what,
     /// and whether they stand for several changes (then never dropped).
-    held: Vec<((String, String), Vec<ObjectKey>, Trigger, bool)>,
+    held: Vec<Held>,
 }
+
+/// An event held: its state, the keys it triggers and as what, whether it stands for several.
+type Held = ((String, String), Vec<ObjectKey>, Trigger, bool);
 
 /// A write in flight; dropping it unfinished (an error, a cancelled reconcile) releases the
 /// events held for it.

@@ -8,7 +8,7 @@ use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::erased::ErasedReconciler;
+use super::erased::{ErasedReconciler, Failure};
 use super::failure::{self, Reporting, ToJson};
 use super::pause::{self, Gate};
 use super::why::record::{Ended, Reconciled, TriggerRecord};
@@ -128,6 +128,61 @@ async fn process<K: Cacheable>(
         .instrument(span.clone())
         .await;
     let entered = span.enter();
+    let Settled {
+        counted,
+        finished,
+        ended,
+        failed,
+    } = settle(queue, shared, key, outcome);
+    let ran = started.elapsed();
+    shared.metrics.finished(counted, ran);
+    drop(entered);
+    // The key is still ours (not `done` yet): the trigger of the requeue it just got is noted
+    // before any worker can take the key again.
+    requeued(&shared.pending, key, counted, &ended);
+    if shared.recorder.is_on() {
+        let record = Reconciled {
+            started_ms,
+            queued_ms: queued.map_or(0, millis),
+            ran_ms: millis(ran),
+            result: ended,
+            triggers: run.triggers.iter().map(TriggerRecord::from).collect(),
+            more_triggers: run.dropped,
+            writes: run.take_writes(),
+        };
+        shared.recorder.record(key, &record);
+    }
+    if let Some(failure) = failed {
+        // After the result is counted and the key requeued: reporting changes neither.
+        failure::report(
+            &shared.ctx,
+            &shared.reporting,
+            shared.to_json,
+            &obj,
+            &failure,
+        )
+        .instrument(span)
+        .await;
+    }
+    finished
+}
+
+/// What became of a finished attempt.
+struct Settled {
+    counted: Outcome,
+    finished: Finished,
+    ended: Ended,
+    /// A failure to report on the object.
+    failed: Option<Failure>,
+}
+
+/// Requeues (or not) the key of an attempt that ended with `outcome`, and says how it ended.
+fn settle<K: Cacheable>(
+    queue: &WorkQueue<ObjectKey>,
+    shared: &Shared<K>,
+    key: &ObjectKey,
+    outcome: std::thread::Result<Result<super::Action, Failure>>,
+) -> Settled {
     let mut failed = None;
     let mut finished = Finished::Keep;
     let mut ended = Ended::Ok;
@@ -179,41 +234,16 @@ async fn process<K: Cacheable>(
             Outcome::Panic
         }
     };
-    let ran = started.elapsed();
-    shared.metrics.finished(counted, ran);
-    drop(entered);
-    // The key is still ours (not `done` yet): the trigger of the requeue it just got is noted
-    // before any worker can take the key again.
-    requeued(&shared.pending, key, &counted, &ended);
-    if shared.recorder.is_on() {
-        let record = Reconciled {
-            started_ms,
-            queued_ms: queued.map_or(0, millis),
-            ran_ms: millis(ran),
-            result: ended,
-            triggers: run.triggers.iter().map(TriggerRecord::from).collect(),
-            more_triggers: run.dropped,
-            writes: run.take_writes(),
-        };
-        shared.recorder.record(key, &record);
+    Settled {
+        counted,
+        finished,
+        ended,
+        failed,
     }
-    if let Some(failure) = failed {
-        // After the result is counted and the key requeued: reporting changes neither.
-        failure::report(
-            &shared.ctx,
-            &shared.reporting,
-            shared.to_json,
-            &obj,
-            &failure,
-        )
-        .instrument(span)
-        .await;
-    }
-    finished
 }
 
 /// Notes the trigger of the requeue a reconcile of `key` that ended as `ended` asked for.
-fn requeued(pending: &Pending, key: &ObjectKey, counted: &Outcome, ended: &Ended) {
+fn requeued(pending: &Pending, key: &ObjectKey, counted: Outcome, ended: &Ended) {
     let now = tokio::time::Instant::now();
     match (counted, ended) {
         (_, Ended::RequeueAfter { delay_ms }) => {

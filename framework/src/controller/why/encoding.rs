@@ -107,7 +107,7 @@ pub(crate) fn encode(
         place(out, object, write.namespace.as_deref(), &write.name);
         // 200 in one byte: the distance from 200, zigzagged.
         let from_200 = i64::from(write.code) - 200;
-        varint(out, ((from_200 << 1) ^ (from_200 >> 63)) as u64);
+        varint(out, ((from_200 << 1) ^ (from_200 >> 63)).cast_unsigned());
         match &write.diff {
             None => out.push(0),
             Some(diff) => {
@@ -178,7 +178,7 @@ pub(crate) fn decode(
         let kind = r.kind(interner)?;
         let (namespace, name) = r.place(object)?;
         let zigzag = r.varint()?;
-        let from_200 = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
+        let from_200 = (zigzag >> 1).cast_signed() ^ -(zigzag & 1).cast_signed();
         let code = u16::try_from(from_200 + 200).ok()?;
         let diff = match r.byte()? {
             0 => None,
@@ -208,10 +208,15 @@ pub(crate) fn decode(
 /// Appends `n` as a LEB128 varint.
 pub(crate) fn varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
-        out.push((n as u8) | 0x80);
+        out.push(low_bits(n) | 0x80);
         n >>= 7;
     }
-    out.push(n as u8);
+    out.push(low_bits(n));
+}
+
+/// The low seven bits of `n`.
+fn low_bits(n: u64) -> u8 {
+    u8::try_from(n & 0x7f).unwrap_or_default()
 }
 
 /// Reads a varint at the start of `bytes`: its value and length.
@@ -250,12 +255,11 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
 
 /// A kind: its interned number + 1, or 0 and the name.
 fn kind(out: &mut Vec<u8>, name: &str, interner: &mut Interner) {
-    match interner.id(name) {
-        Some(id) => varint(out, u64::from(id) + 1),
-        None => {
-            out.push(0);
-            text(out, name);
-        }
+    if let Some(id) = interner.id(name) {
+        varint(out, u64::from(id) + 1);
+    } else {
+        out.push(0);
+        text(out, name);
     }
 }
 
@@ -278,7 +282,8 @@ fn place(out: &mut Vec<u8>, object: &ObjectKey, namespace: Option<&str>, name: &
 }
 
 fn reason_tag(reason: Reason) -> u8 {
-    REASONS.iter().position(|r| *r == reason).unwrap_or(0) as u8
+    let at = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
+    u8::try_from(at).unwrap_or_default()
 }
 
 fn reason_of(tag: u8) -> Option<Reason> {
@@ -325,7 +330,8 @@ const VERBS: [Verb; 5] = [
 ];
 
 fn verb_tag(verb: Verb) -> u8 {
-    VERBS.iter().position(|v| *v == verb).unwrap_or(0) as u8
+    let at = VERBS.iter().position(|v| *v == verb).unwrap_or(0);
+    u8::try_from(at).unwrap_or_default()
 }
 
 fn verb_of(tag: u8) -> Option<Verb> {

@@ -24,6 +24,10 @@ pub(crate) struct Reconciled {
     pub(crate) writes: Vec<WriteRecord>,
 }
 
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

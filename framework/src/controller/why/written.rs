@@ -52,9 +52,8 @@ impl WriteRequest {
         let segments: Vec<&str> = (request.uri().path().split('/'))
             .filter(|s| !s.is_empty())
             .collect();
-        let rest = match segments.as_slice() {
-            ["api", _, rest @ ..] | ["apis", _, _, rest @ ..] => rest,
-            _ => return None,
+        let (["api", _, rest @ ..] | ["apis", _, _, rest @ ..]) = segments.as_slice() else {
+            return None;
         };
         let (namespace, rest) = match rest {
             ["namespaces", namespace, rest @ ..] if !rest.is_empty() => (Some(*namespace), rest),

@@ -79,57 +79,75 @@ async fn patch_source(api: &Api<ConfigMap>, patch: Value) -> anyhow::Result<Conf
         .await?)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> anyhow::Result<()> {
-    let cp = ControlPlane::shared().await?;
-    let ns = cp.create_namespace("why").await?;
-    let addr = free_addr()?;
-    let manager = Manager::new(cp.client(), watching(ns.clone()))?;
-    let endpoints = Endpoints::new().metrics(BindAddress::On(addr));
-    manager.add(endpoints.health_probes(BindAddress::On(addr)))?;
-    manager.add(
-        // ANCHOR: recorder
-        Controller::new(Copier)
-            .owns::<Secret>()
-            // The last 8 reconciles of each object (the default; 0 turns the recorder off).
-            .recorded_reconciles(8)
-            // ANCHOR_END: recorder
-            .report_errors_as_events(false)
-            .report_errors_on_status(false),
-    )?;
-    let shutdown = manager.shutdown_token();
-    let running = tokio::spawn(manager.run());
-    let api: Api<ConfigMap> = Api::namespaced(cp.client(), &ns);
-    let wait = |n: usize, what: &'static str| {
-        let ns = ns.clone();
-        async move {
-            wait_for(Duration::from_secs(60), what, || {
-                recorded(addr, &ns, "source", n)
-            })
-            .await
-        }
-    };
+/// The operator, running with its metrics and probes on a free address, once it is ready.
+struct Operator {
+    addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+    running: tokio::task::JoinHandle<kubeward::manager::Result<()>>,
+}
 
-    // Ready: the controller's cache has synced, so the create below arrives as a watch event.
-    wait_for(
-        Duration::from_secs(60),
-        "the operator to be ready",
-        || async {
-            let ready = kubeward::testing::get(addr, "/readyz").await.ok()?;
-            (ready.status() == 200).then_some(())
-        },
-    )
-    .await?;
+impl Operator {
+    async fn start(cp: &ControlPlane, ns: &str) -> anyhow::Result<Self> {
+        let addr = free_addr()?;
+        let manager = Manager::new(cp.client(), watching(ns.to_owned()))?;
+        let endpoints = Endpoints::new().metrics(BindAddress::On(addr));
+        manager.add(endpoints.health_probes(BindAddress::On(addr)))?;
+        manager.add(
+            // ANCHOR: recorder
+            Controller::new(Copier)
+                .owns::<Secret>()
+                // The last 8 reconciles of each object (the default; 0 turns the recorder off).
+                .recorded_reconciles(8)
+                // ANCHOR_END: recorder
+                .report_errors_as_events(false)
+                .report_errors_on_status(false),
+        )?;
+        let shutdown = manager.shutdown_token();
+        let running = tokio::spawn(manager.run());
+        // Ready: the controller's cache has synced, so a create arrives as a watch event.
+        wait_for(
+            Duration::from_secs(60),
+            "the operator to be ready",
+            || async {
+                let ready = kubeward::testing::get(addr, "/readyz").await.ok()?;
+                (ready.status() == 200).then_some(())
+            },
+        )
+        .await?;
+        Ok(Self {
+            addr,
+            shutdown,
+            running,
+        })
+    }
 
-    // A `why` for an object the operator never saw says so in one line.
-    let never = why(addr, &format!("ConfigMap/{ns}/nobody")).await?;
-    assert_eq!(never.lines().count(), 1, "{never}");
-    assert!(
-        never.starts_with(&format!("no reconcile of ConfigMap {ns}/nobody")),
-        "{never}"
-    );
+    /// Waits until `n` reconciles of `ns/source` are recorded; returns them.
+    async fn recorded(&self, ns: &str, n: usize, what: &str) -> anyhow::Result<Vec<Value>> {
+        let addr = self.addr;
+        Ok(wait_for(Duration::from_secs(60), what, || {
+            recorded(addr, ns, "source", n)
+        })
+        .await?)
+    }
 
-    // 1: created; 2: a spec edit; 3: a drift of the copy; 4: an edit whose apply fails.
+    async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        self.running.await??;
+        Ok(())
+    }
+}
+
+/// The resourceVersions the sequence left: of the create, the edit, the drift, the annotation.
+struct Versions([String; 4]);
+
+/// Creates the source, edits it, drifts its copy and annotates it so that the apply fails,
+/// each once the reconcile of the step before is recorded.
+async fn edit_drift_and_fail(
+    cp: &ControlPlane,
+    ns: &str,
+    operator: &Operator,
+) -> anyhow::Result<Versions> {
+    let api: Api<ConfigMap> = Api::namespaced(cp.client(), ns);
     let source = ConfigMap {
         metadata: ObjectMeta {
             name: Some("source".into()),
@@ -140,23 +158,55 @@ async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> 
         ..ConfigMap::default()
     };
     let created = api.create(&PostParams::default(), &source).await?;
-    wait(1, "the create's reconcile to be recorded").await?;
+    operator
+        .recorded(ns, 1, "the create's reconcile to be recorded")
+        .await?;
     let edited = patch_source(&api, json!({ "data": { "value": "2" } })).await?;
-    wait(2, "the spec edit's reconcile to be recorded").await?;
-    let drifted = Api::<Secret>::namespaced(cp.client(), &ns)
+    operator
+        .recorded(ns, 2, "the spec edit's reconcile to be recorded")
+        .await?;
+    let drifted = Api::<Secret>::namespaced(cp.client(), ns)
         .patch(
             "source-copy",
             &PatchParams::default(),
             &Patch::Merge(&json!({ "stringData": { "value": "drifted" } })),
         )
         .await?;
-    wait(3, "the drift's reconcile to be recorded").await?;
-    let annotated = patch_source(
-        &api,
-        json!({ "metadata": { "annotations": { KEY: "not a key!" } } }),
-    )
-    .await?;
-    let reconciles = wait(4, "the failed apply's reconcile to be recorded").await?;
+    operator
+        .recorded(ns, 3, "the drift's reconcile to be recorded")
+        .await?;
+    let annotation = json!({ "metadata": { "annotations": { KEY: "not a key!" } } });
+    let annotated = patch_source(&api, annotation).await?;
+    let version = |o: &ConfigMap| o.resource_version().unwrap_or_default();
+    Ok(Versions([
+        version(&created),
+        version(&edited),
+        drifted.resource_version().unwrap_or_default(),
+        version(&annotated),
+    ]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> anyhow::Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.create_namespace("why").await?;
+    let operator = Operator::start(cp, &ns).await?;
+    let addr = operator.addr;
+
+    // A `why` for an object the operator never saw says so in one line.
+    let never = why(addr, &format!("ConfigMap/{ns}/nobody")).await?;
+    assert_eq!(never.lines().count(), 1, "{never}");
+    assert!(
+        never.starts_with(&format!("no reconcile of ConfigMap {ns}/nobody")),
+        "{never}"
+    );
+
+    // 1: created; 2: a spec edit; 3: a drift of the copy; 4: an edit whose apply fails.
+    let Versions([created, edited, drifted, annotated]) =
+        edit_drift_and_fail(cp, &ns, &operator).await?;
+    let reconciles = operator
+        .recorded(&ns, 4, "the failed apply's reconcile to be recorded")
+        .await?;
     // Nothing more comes: the refused apply is not retried (422 cannot succeed) and the
     // controller's own writes trigger nothing. (A window to see that nothing happens, not a
     // wait for something to happen.)
@@ -168,17 +218,26 @@ async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> 
         "exactly four reconciles: {reconciles_now:#?}"
     );
 
+    assert_recorded(&reconciles, &ns, [created, edited, drifted, annotated]);
+
+    // The same through the `why` subcommand, as a timeline.
+    let timeline = why(addr, &format!("ConfigMap/{ns}/source")).await?;
+    assert_timeline(&timeline);
+    operator.stop().await
+}
+
+/// The four reconciles, with their triggers (at `versions`), results and writes.
+fn assert_recorded(reconciles: &[Value], ns: &str, versions: [String; 4]) {
+    let [created, edited, drifted, annotated] = versions;
     let triggers: Vec<Value> = reconciles.iter().map(|r| r["triggers"].clone()).collect();
-    let version = |o: &ConfigMap| o.resource_version().unwrap_or_default();
-    let drifted = drifted.resource_version().unwrap_or_default();
     assert_eq!(
         triggers,
         [
-            json!([{ "reason": "event", "event": "added", "resourceVersion": version(&created) }]),
-            json!([{ "reason": "event", "event": "modified", "resourceVersion": version(&edited) }]),
+            json!([{ "reason": "event", "event": "added", "resourceVersion": created }]),
+            json!([{ "reason": "event", "event": "modified", "resourceVersion": edited }]),
             json!([{ "reason": "owned", "event": "modified", "kind": "Secret", "namespace": ns,
                      "name": "source-copy", "resourceVersion": drifted }]),
-            json!([{ "reason": "event", "event": "modified", "resourceVersion": version(&annotated) }]),
+            json!([{ "reason": "event", "event": "modified", "resourceVersion": annotated }]),
         ],
         "{reconciles:#?}"
     );
@@ -229,9 +288,10 @@ async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> 
             .iter()
             .all(|r| r["writes"][0].get("diff").is_none())
     );
+}
 
-    // The same through the `why` subcommand, as a timeline.
-    let timeline = why(addr, &format!("ConfigMap/{ns}/source")).await?;
+/// The timeline `why` prints for the four reconciles.
+fn assert_timeline(timeline: &str) {
     let lines: Vec<&str> = timeline.lines().collect();
     assert_eq!(lines.len(), 1 + 4 * 3, "{timeline}");
     assert!(lines[0].contains("the last 4 reconciles"), "{timeline}");
@@ -248,10 +308,6 @@ async fn the_recorder_shows_spec_edits_a_drift_and_a_failed_apply_in_order() -> 
         lines[10].contains(": error: ") && lines[10].contains("not a key!"),
         "{timeline}"
     );
-
-    shutdown.cancel();
-    running.await??;
-    Ok(())
 }
 
 /// What `why OBJECT --from http://ADDR` prints.
