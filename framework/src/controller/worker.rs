@@ -248,7 +248,7 @@ fn requeued(pending: &Pending, key: &ObjectKey, counted: Outcome, ended: &Ended)
     match (counted, ended) {
         (_, Ended::RequeueAfter { delay_ms }) => {
             let ready = now + Duration::from_millis(*delay_ms);
-            pending.push_ready_at(key, Trigger::bare(Reason::RequeueAfter), ready);
+            pending.push_ready_at(key, Trigger::bare(Reason::RequeueAfter), Some(ready));
         }
         (Outcome::Requeue, _) => pending.push(key, Trigger::bare(Reason::Requeue)),
         (Outcome::Error { terminal: false } | Outcome::Panic, _) => {

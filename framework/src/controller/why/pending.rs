@@ -1,7 +1,6 @@
 //! Keeps the triggers of each queued key until a worker takes the key.
 
-use std::collections::HashMap;
-
+use hashbrown::HashMap;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -19,6 +18,8 @@ pub(crate) struct Taken {
     pub(crate) dropped: u32,
     /// When the earliest of them made the key ready: the start of its wait in the queue.
     pub(crate) since: Option<Instant>,
+    /// Whether `since` lies ahead (a delayed requeue): a trigger ready now moves it back.
+    ahead: bool,
 }
 
 /// The triggers of the keys waiting in a controller's queue (or being processed and queued
@@ -40,18 +41,24 @@ pub(crate) struct Pending {
 impl Pending {
     /// Notes `trigger` for the next reconcile of `key`, ready now.
     pub(crate) fn push(&self, key: &ObjectKey, trigger: Trigger) {
-        self.push_ready_at(key, trigger, Instant::now());
+        self.push_ready_at(key, trigger, None);
     }
 
-    /// Notes `trigger` for the next reconcile of `key`, ready at `ready` (a delayed requeue).
-    pub(crate) fn push_ready_at(&self, key: &ObjectKey, trigger: Trigger, ready: Instant) {
+    /// Notes `trigger` for the next reconcile of `key`, ready at `ready` (`None`: now). The
+    /// clock is read only for a key's first trigger, or when its wait has not begun yet.
+    pub(crate) fn push_ready_at(&self, key: &ObjectKey, trigger: Trigger, ready: Option<Instant>) {
         #[cfg(test)]
         {
             *self.pushed.lock().entry(key.clone()).or_default() += 1;
         }
         let mut keys = self.keys.lock();
         if let Some(taken) = keys.get_mut(key) {
-            taken.since = Some(taken.since.map_or(ready, |since| since.min(ready)));
+            if taken.ahead || ready.is_some() {
+                let ready = ready.unwrap_or_else(Instant::now);
+                let since = taken.since.map_or(ready, |since| since.min(ready));
+                taken.ahead = since > Instant::now();
+                taken.since = Some(since);
+            }
             if taken.triggers.len() < MAX_TRIGGERS {
                 taken.triggers.push(trigger);
             } else {
@@ -64,7 +71,8 @@ impl Pending {
             Taken {
                 triggers: vec![trigger],
                 dropped: 0,
-                since: Some(ready),
+                since: Some(ready.unwrap_or_else(Instant::now)),
+                ahead: ready.is_some(),
             },
         );
     }
@@ -108,6 +116,23 @@ mod tests {
         let reasons: Vec<_> = taken.triggers.iter().map(Trigger::reason).collect();
         assert_eq!(reasons, [Reason::Resync, Reason::Requeue]);
         assert!(pending.take(&key).triggers.is_empty(), "taken once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_starts_at_the_earliest_trigger_ready_and_a_delayed_requeue_is_not_ready_yet()
+    {
+        let pending = Pending::default();
+        let key = ObjectKey::new(None, "a");
+        let start = Instant::now();
+        let later = start + std::time::Duration::from_secs(60);
+        pending.push_ready_at(&key, Trigger::bare(Reason::RequeueAfter), Some(later));
+        tokio::time::advance(std::time::Duration::from_secs(5)).await;
+        pending.push(&key, Trigger::bare(Reason::Event));
+        tokio::time::advance(std::time::Duration::from_secs(5)).await;
+        pending.push(&key, Trigger::bare(Reason::Resync));
+        let taken = pending.take(&key);
+        assert_eq!(taken.since, Some(start + std::time::Duration::from_secs(5)));
+        assert_eq!(taken.triggers.len(), 3);
     }
 
     #[test]
