@@ -199,6 +199,7 @@ impl<K: Resource> Context<K> {
     /// ```
     /// # use kubeward::controller::{Context, Reason};
     /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # #[allow(dead_code)]
     /// fn only_resynced(ctx: &Context<ConfigMap>) -> bool {
     ///     let triggers = ctx.triggers();
     ///     !triggers.is_empty() && triggers.iter().all(|t| t.reason() == Reason::Resync)
