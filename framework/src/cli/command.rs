@@ -46,6 +46,23 @@ pub enum Command {
         /// The ring [default: every ring of the operator's controllers]
         ring: Option<String>,
     },
+    /// Print the last reconciles of one object as a running replica's flight recorder has them
+    /// (`/debug/reconciles` on its metrics port): why each ran, how long it queued and ran, how
+    /// it ended and what it wrote; then exit.
+    Why {
+        /// The object: KIND/NAMESPACE/NAME, or KIND/NAME for a cluster-scoped one
+        object: String,
+        /// The replica's metrics address, `http://HOST:PORT` or `https://HOST:PORT` (for
+        /// instance through `kubectl port-forward`)
+        #[arg(long)]
+        from: String,
+        /// A bearer token that may `get` `/metrics`, for secure metrics
+        #[arg(long, env = "KUBEWARD_WHY_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// The CA (PEM) of the secure metrics certificate, for an https address
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
+    },
 }
 
 /// How the `plan` command prints the plan.
@@ -79,7 +96,7 @@ impl Command {
     /// of `shards` are in `lease_namespace` (else the pod's namespace).
     #[cfg_attr(
         not(feature = "sharding"),
-        expect(clippy::unused_async, unused_variables, reason = "only `shards` reads")
+        expect(unused_variables, reason = "only `shards` reads the Lease namespace")
     )]
     pub(super) async fn run(&self, manager: &Manager, lease_namespace: Option<&str>) -> Result<()> {
         let mut recorded = manager.take_recorded();
@@ -113,6 +130,23 @@ impl Command {
             }
             // `Operator::run` plans, with the manager it owns.
             Self::Plan { .. } => Ok(()),
+            Self::Why {
+                object,
+                from,
+                token,
+                ca_file,
+            } => {
+                let why = super::why::Why {
+                    object,
+                    from,
+                    token: token.as_deref(),
+                    ca_file: ca_file.as_deref(),
+                };
+                let timeline = why.timeline().await?;
+                std::io::stdout()
+                    .write_all(timeline.as_bytes())
+                    .map_err(|e| failed("printing the timeline", e))
+            }
             #[cfg(feature = "sharding")]
             Self::Shards { ring } => {
                 super::rings::print_rings(

@@ -21,6 +21,7 @@ mod rings;
 mod shard_flags;
 #[cfg(feature = "webhooks")]
 mod webhook_flags;
+mod why;
 
 pub use self::command::{Command, PlanOutput};
 pub use self::flags::{Flags, LogFormat};

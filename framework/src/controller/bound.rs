@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
+use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, target_of};
-use super::pause::{PausedObjects, passes_any_predicate};
+use super::pause::{PausedObjects, passes_any_predicate, requested};
 use super::trigger::Wired;
+use super::why::{EventType, Reason, Recorder, Trigger};
 use super::wiring::{Queues, Wiring};
 use super::worker::Shared;
 use super::{Cacheable, Cluster, Context, Controller, DEFAULT_CONCURRENCY, Invalid};
@@ -106,13 +108,8 @@ impl<K: Cacheable> Controller<K> {
             change_fns()
                 .on_add(move |obj: Arc<K>, hints: Hints| {
                     added.observe(&hints.key, obj.meta());
-                    // Objects of the initial list wait behind live changes (with aging).
-                    let priority = if hints.listed {
-                        Priority::LOW
-                    } else {
-                        Priority::default()
-                    };
-                    on_add.add_with(hints.key, AddOptions::new().priority(priority));
+                    let (options, why) = own_added(hints.listed, obj.meta());
+                    on_add.add_with(hints.key, options, why);
                 })
                 .on_update(move |old: Arc<K>, new: Arc<K>, hints: Hints| {
                     updated.observe(&hints.key, new.meta());
@@ -125,22 +122,26 @@ impl<K: Cacheable> Controller<K> {
                     let key = hints.key;
                     if Arc::ptr_eq(&old, &new) {
                         // A resync waits behind live changes.
-                        on_update.add_with(key, AddOptions::new().priority(Priority::LOW));
+                        let why = Trigger::bare(Reason::Resync);
+                        on_update.add_with(key, AddOptions::new().priority(Priority::LOW), why);
                         return;
                     }
+                    let why = own_modified(old.meta(), new.meta());
                     // The controller's own status writes and failure reports are no reason to
                     // reconcile again.
                     let target = target_of(&kind, new.meta());
                     if hints.coalesced {
-                        own.trigger_coalesced(&target, new.meta(), vec![key]);
+                        own.trigger_coalesced(&target, new.meta(), vec![key], why);
                     } else {
-                        own.trigger(&target, new.meta(), vec![key]);
+                        own.trigger(&target, new.meta(), vec![key], why);
                     }
                 })
                 .on_delete(move |gone| {
                     let key = ObjectKey::of(gone.object().as_ref());
                     deleted.forget(&key);
-                    on_delete.add(key);
+                    let version = gone.object().meta().resource_version.as_deref();
+                    let why = Trigger::event(Reason::Event, EventType::Deleted, version);
+                    on_delete.add(key, why);
                 }),
         );
 
@@ -165,6 +166,7 @@ impl<K: Cacheable> Controller<K> {
         .with_reporting(self.reporting.clone(), self.to_json);
         #[cfg(feature = "sharding")]
         let ctx = ctx.with_owned_labels(self.owned_labels);
+        let recorder = recorder(cluster, self.recorded_reconciles, &name, ctx.kind());
         let shared = Arc::new(Shared {
             ctx,
             reconciler: self.reconciler,
@@ -172,6 +174,8 @@ impl<K: Cacheable> Controller<K> {
             metrics: metrics.controller(&name, concurrency),
             reporting: self.reporting,
             to_json: self.to_json,
+            pending: Arc::clone(intake.pending()),
+            recorder,
         });
         Bound {
             wiring: Arc::new(Wiring {
@@ -188,6 +192,41 @@ impl<K: Cacheable> Controller<K> {
             }),
         }
     }
+}
+
+/// How an add of the controller's own kind is queued: objects of the initial list wait behind
+/// live changes (with aging).
+fn own_added(listed: bool, meta: &ObjectMeta) -> (AddOptions, Trigger) {
+    let version = meta.resource_version.as_deref();
+    if listed {
+        let why = Trigger::event(Reason::Listed, EventType::Added, version);
+        (AddOptions::new().priority(Priority::LOW), why)
+    } else {
+        (
+            AddOptions::new(),
+            Trigger::event(Reason::Event, EventType::Added, version),
+        )
+    }
+}
+
+/// The trigger of an update of the controller's own kind from `old` to `new`.
+fn own_modified(old: &ObjectMeta, new: &ObjectMeta) -> Trigger {
+    let reason = if requested(old, new) {
+        Reason::Requested
+    } else {
+        Reason::Event
+    };
+    Trigger::event(reason, EventType::Modified, new.resource_version.as_deref())
+}
+
+/// The flight recorder of the controller `name` of `kind`, keeping `n` reconciles per object,
+/// registered where `cluster` says.
+fn recorder(cluster: &Cluster, n: usize, name: &str, kind: &super::Kind) -> Arc<Recorder> {
+    let recorder = Arc::new(Recorder::new(n));
+    if let Some(reconciles) = &cluster.reconciles {
+        reconciles.register(name, kind.name(), Arc::clone(&recorder));
+    }
+    recorder
 }
 
 impl<K: Cacheable> Bound<K> {

@@ -12,7 +12,8 @@ use super::erased::{ErasedReconciler, erase, erase_finalized};
 use super::failure::{Reporting, ToJson};
 use super::invalid::Invalid;
 use super::source::Source;
-use super::trigger::{Trigger, owner_trigger, watch_trigger};
+use super::trigger::{Wire, owner_trigger, watch_trigger};
+use super::why::DEFAULT_RECORDED_RECONCILES;
 use super::{Cacheable, Cleanup, Kind, Predicate, Reconciler, Watchable};
 use crate::cache::ObjectKey;
 use crate::crd::CustomResourceDefinition;
@@ -66,12 +67,14 @@ pub struct Controller<K> {
     pub(crate) concurrency: Option<u16>,
     pub(crate) rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     pub(crate) timeout: Option<Duration>,
+    /// How many reconciles of each object the flight recorder keeps (0: none).
+    pub(crate) recorded_reconciles: usize,
     /// How long a cached read waits for the controller's own writes; `None`: it never waits.
     pub(crate) read_your_writes: Option<Duration>,
     /// The finalizer the reconciler runs behind, for `Debug` (the erased reconciler holds it).
     pub(crate) finalizer: Option<String>,
     pub(crate) predicate: Option<Predicate<K>>,
-    pub(crate) triggers: Vec<Trigger>,
+    pub(crate) triggers: Vec<Wire>,
     pub(crate) sources: Vec<Source>,
     /// The kind's CRD, for the manager's `crd` and `manifests` subcommands.
     pub(crate) crd: Option<CustomResourceDefinition>,
@@ -98,6 +101,7 @@ impl<K> std::fmt::Debug for Controller<K> {
             .field("name", &self.name)
             .field("concurrency", &self.concurrency)
             .field("timeout", &self.timeout)
+            .field("recorded_reconciles", &self.recorded_reconciles)
             .field("read_your_writes", &self.read_your_writes)
             .field("finalizer", &self.finalizer)
             .field("triggers", &self.triggers.len())
@@ -176,6 +180,7 @@ impl<K: Cacheable> Controller<K> {
             concurrency: None,
             rate_limiter: None,
             timeout: None,
+            recorded_reconciles: DEFAULT_RECORDED_RECONCILES,
             read_your_writes: Some(DEFAULT_READ_YOUR_WRITES_TIMEOUT),
             finalizer,
             predicate: None,
@@ -226,6 +231,17 @@ impl<K: Cacheable> Controller<K> {
     /// A reconcile that runs longer fails with a timeout error (and is retried). None by default.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// How many reconciles of each object the flight recorder keeps (default
+    /// [`DEFAULT_RECORDED_RECONCILES`]; 0 turns it off): their triggers, timing, result and
+    /// writes, served at `/debug/reconciles/NAMESPACE/NAME` on the metrics port and printed by
+    /// the operator's `why` subcommand. Writes are recorded when they go through the context's
+    /// client with [read-your-writes](Self::read_your_writes) on (the default). See the book's
+    /// Observability page.
+    pub fn recorded_reconciles(mut self, n: usize) -> Self {
+        self.recorded_reconciles = n;
         self
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use kube::Client;
 use prometheus::Registry;
 
+use super::why::Reconciles;
 use crate::informer::{CacheScope, Factory, SharedInformer, Watchable};
 use crate::metrics::Metrics;
 
@@ -25,6 +26,9 @@ pub struct Cluster {
     pub(crate) metrics: Option<Metrics>,
     /// The client reconciles read and write with, if not the factory's.
     pub(crate) client: Option<Client>,
+    /// Where controllers register their flight recorders (a manager's, for
+    /// `/debug/reconciles`); none: kept to each controller.
+    pub(crate) reconciles: Option<Reconciles>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -34,6 +38,7 @@ impl std::fmt::Debug for Cluster {
             .field("scope", &self.scope)
             .field("metrics", &self.metrics)
             .field("own_client", &self.client.is_some())
+            .field("registers_recorders", &self.reconciles.is_some())
             .finish()
     }
 }
@@ -47,6 +52,7 @@ impl Cluster {
             scope: CacheScope::default(),
             metrics: None,
             client: None,
+            reconciles: None,
         }
     }
 
@@ -87,6 +93,12 @@ impl Cluster {
     /// `workqueue_*` families, labelled with each controller's name).
     pub fn metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Registers the flight recorders of the controllers bound to it in `reconciles`.
+    pub(crate) fn reconciles(mut self, reconciles: Reconciles) -> Self {
+        self.reconciles = Some(reconciles);
         self
     }
 

@@ -189,6 +189,27 @@ impl<K: Resource> Context<K> {
         &self.inner.name
     }
 
+    /// Why the reconcile running on this task runs: every trigger of its key since the last
+    /// reconcile of it started, oldest first (watch events of the object with their type and
+    /// resourceVersion, changes of owned and watched objects naming that object, resyncs,
+    /// requeues and retries, a requested reconcile), at most
+    /// [`MAX_TRIGGERS`](super::MAX_TRIGGERS) of them. Empty outside a reconcile (and in tasks
+    /// a reconcile spawns).
+    ///
+    /// ```
+    /// # use kubeward::controller::{Context, Reason};
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # #[allow(dead_code)]
+    /// fn only_resynced(ctx: &Context<ConfigMap>) -> bool {
+    ///     let triggers = ctx.triggers();
+    ///     !triggers.is_empty() && triggers.iter().all(|t| t.reason() == Reason::Resync)
+    /// }
+    /// ```
+    #[must_use]
+    pub fn triggers(&self) -> Vec<super::Trigger> {
+        super::why::triggers()
+    }
+
     /// The client, to read and write the cluster. With
     /// [read-your-writes](super::Controller::read_your_writes) on (the default), every write
     /// through it is noted, and the context's cached reads wait until the informer has seen it.

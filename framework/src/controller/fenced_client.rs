@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::expectations::Expectations;
 use super::fences::Fences;
+use super::why::WriteRequest;
 use crate::cache::{Fence, ObjectKey};
 
 /// `client`, whose writes are noted in `fences` and, made during a reconcile, in `expectations`.
@@ -33,16 +34,21 @@ pub(crate) fn fenced(
             let target = is_write(request.method())
                 .then(|| Target::of(request.uri().path(), request.method()))
                 .flatten();
+            let recorded = WriteRequest::of(&request);
             let response = client.send(request).await?;
-            match target {
-                Some(target) if response.status().is_success() => {
-                    let (parts, body) = response.into_parts();
-                    let bytes = body.collect_bytes().await?;
-                    target.note(&fences, &expectations, &bytes);
-                    Ok::<_, kube::Error>(Response::from_parts(parts, Body::from(bytes)))
-                }
-                _ => Ok(response),
+            let success = response.status().is_success();
+            if target.is_none() && recorded.is_none() || recorded.is_none() && !success {
+                return Ok(response);
             }
+            let (parts, body) = response.into_parts();
+            let bytes = body.collect_bytes().await?;
+            if let Some(recorded) = recorded {
+                recorded.answered(parts.status.as_u16(), &bytes);
+            }
+            if let Some(target) = target.filter(|_| success) {
+                target.note(&fences, &expectations, &bytes);
+            }
+            Ok::<_, kube::Error>(Response::from_parts(parts, Body::from(bytes)))
         }
     });
     Client::new(service, namespace)

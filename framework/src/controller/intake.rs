@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
+use super::why::{Pending, Trigger};
 use crate::cache::ObjectKey;
 use crate::queue::{AddOptions, WorkQueue};
 
@@ -23,6 +24,8 @@ struct Inner {
     terms: AtomicU64,
     /// Whether a key came while no term was open, since the last term opened.
     dropped: AtomicBool,
+    /// The triggers of the keys in the current term's queue.
+    pending: Arc<Pending>,
 }
 
 /// The open term of an [`Intake`]; dropping it (also when its task is aborted) closes the intake
@@ -35,20 +38,26 @@ pub(crate) struct Opened {
 }
 
 impl Intake {
-    /// Adds `key` to the current term's queue, if there is one.
-    pub(crate) fn add(&self, key: ObjectKey) {
+    /// Adds `key`, triggered by `trigger`, to the current term's queue, if there is one.
+    pub(crate) fn add(&self, key: ObjectKey, trigger: Trigger) {
+        self.add_with(key, AddOptions::new(), trigger);
+    }
+
+    /// Adds `key` with `options`, triggered by `trigger`, to the current term's queue, if there
+    /// is one. The trigger is noted before the key is queued (see [`Pending`]).
+    pub(crate) fn add_with(&self, key: ObjectKey, options: AddOptions, trigger: Trigger) {
         match &*self.inner.current.read() {
-            Some((_, queue)) => queue.add(key),
+            Some((_, queue)) => {
+                self.inner.pending.push(&key, trigger);
+                queue.add_with(key, options);
+            }
             None => self.inner.dropped.store(true, Ordering::Relaxed),
         }
     }
 
-    /// Adds `key` with `options` to the current term's queue, if there is one.
-    pub(crate) fn add_with(&self, key: ObjectKey, options: AddOptions) {
-        match &*self.inner.current.read() {
-            Some((_, queue)) => queue.add_with(key, options),
-            None => self.inner.dropped.store(true, Ordering::Relaxed),
-        }
+    /// The triggers of the keys in the current term's queue.
+    pub(crate) fn pending(&self) -> &Arc<Pending> {
+        &self.inner.pending
     }
 
     /// Whether a term is open.
@@ -60,6 +69,8 @@ impl Intake {
     /// Makes `queue` the one keys go to until the returned guard is dropped.
     pub(crate) fn open(&self, queue: WorkQueue<ObjectKey>) -> Opened {
         let term = self.inner.terms.fetch_add(1, Ordering::Relaxed);
+        // A new term's queue starts empty, and so do its triggers.
+        self.inner.pending.clear();
         let previous = self.inner.current.write().replace((term, queue.clone()));
         if let Some((_, previous)) = previous {
             // Only one term runs at a time; a leftover would be a queue nobody works on.
@@ -104,16 +115,21 @@ impl Drop for Opened {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::why::Reason;
+
+    fn resync() -> Trigger {
+        Trigger::bare(Reason::Resync)
+    }
 
     #[test]
     fn keys_reach_only_the_queue_of_an_open_term() {
         let intake = Intake::default();
-        intake.add(ObjectKey::new(None, "before"));
+        intake.add(ObjectKey::new(None, "before"), resync());
         let queue = WorkQueue::new();
         let opened = intake.open(queue.clone());
         assert!(opened.missed(), "a key came before the term");
         assert!(intake.is_open());
-        intake.add(ObjectKey::new(None, "during"));
+        intake.add(ObjectKey::new(None, "during"), resync());
         assert_eq!(queue.len(), 1, "only the key added while open");
         drop(opened);
         assert!(!intake.is_open());
@@ -121,7 +137,7 @@ mod tests {
             queue.is_shutting_down(),
             "a closed term's queue is shut down"
         );
-        intake.add(ObjectKey::new(None, "after"));
+        intake.add(ObjectKey::new(None, "after"), resync());
         let next = WorkQueue::new();
         let opened = intake.open(next.clone());
         assert!(next.is_empty(), "a new term starts with an empty queue");
@@ -142,7 +158,7 @@ mod tests {
         let new_queue = WorkQueue::new();
         let new = intake.open(new_queue.clone());
         drop(old);
-        intake.add(ObjectKey::new(None, "k"));
+        intake.add(ObjectKey::new(None, "k"), resync());
         assert_eq!(new_queue.len(), 1);
         drop(new);
     }

@@ -75,6 +75,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 mod trigger;
+mod why;
 mod wiring;
 mod worker;
 
@@ -97,3 +98,7 @@ pub use predicate::Predicate;
 pub use reconciler::Reconciler;
 pub(crate) use reporting::INITIAL_REASON;
 pub(crate) use trigger::target;
+#[cfg(feature = "cli")]
+pub(crate) use why::record;
+pub use why::{DEFAULT_RECORDED_RECONCILES, EventType, MAX_TRIGGERS, Reason, Trigger};
+pub(crate) use why::{History, Reconciles, note_diff};

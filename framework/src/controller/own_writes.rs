@@ -25,6 +25,7 @@ use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::intake::Intake;
+use super::why::Trigger;
 use crate::cache::ObjectKey;
 use crate::metrics::EchoMetrics;
 
@@ -70,10 +71,13 @@ struct InFlight {
     writes: usize,
     /// What the finished writes of this flight wrote.
     ours: HashSet<(String, String)>,
-    /// Events held: their (uid, resourceVersion), the keys they would trigger, and whether
-    /// they stand for several changes (then never dropped).
-    held: Vec<((String, String), Vec<ObjectKey>, bool)>,
+    /// Events held: their (uid, resourceVersion), the keys they would trigger and as what,
+    /// and whether they stand for several changes (then never dropped).
+    held: Vec<Held>,
 }
+
+/// An event held: its state, the keys it triggers and as what, whether it stands for several.
+type Held = ((String, String), Vec<ObjectKey>, Trigger, bool);
 
 /// A write in flight; dropping it unfinished (an error, a cancelled reconcile) releases the
 /// events held for it.
@@ -110,8 +114,14 @@ impl OwnWrites {
     /// Handles an event of `target` in state `meta` that would trigger `keys`: dropped when it
     /// brings back a state the controller wrote, held while a write of `target` is in flight,
     /// queued otherwise.
-    pub(crate) fn trigger(&self, target: &Target, meta: &ObjectMeta, keys: Vec<ObjectKey>) {
-        self.observe(target, meta, keys, false);
+    pub(crate) fn trigger(
+        &self,
+        target: &Target,
+        meta: &ObjectMeta,
+        keys: Vec<ObjectKey>,
+        trigger: Trigger,
+    ) {
+        self.observe(target, meta, keys, trigger, false);
     }
 
     /// Handles an event that stands for several changes of `target`, the last in state `meta`:
@@ -122,11 +132,19 @@ impl OwnWrites {
         target: &Target,
         meta: &ObjectMeta,
         keys: Vec<ObjectKey>,
+        trigger: Trigger,
     ) {
-        self.observe(target, meta, keys, true);
+        self.observe(target, meta, keys, trigger, true);
     }
 
-    fn observe(&self, target: &Target, meta: &ObjectMeta, keys: Vec<ObjectKey>, several: bool) {
+    fn observe(
+        &self,
+        target: &Target,
+        meta: &ObjectMeta,
+        keys: Vec<ObjectKey>,
+        trigger: Trigger,
+        several: bool,
+    ) {
         let state = state(meta);
         let mut inner = self.inner.lock();
         if let Some(state) = &state
@@ -142,7 +160,7 @@ impl OwnWrites {
             && let Some(state) = state
         {
             if several || !flight.ours.contains(&state) {
-                flight.held.push((state, keys, several));
+                flight.held.push((state, keys, trigger, several));
             } else {
                 drop(inner);
                 self.suppressed(target, &state.1);
@@ -151,7 +169,7 @@ impl OwnWrites {
         }
         drop(inner);
         for key in keys {
-            self.intake.add(key);
+            self.intake.add(key, trigger.clone());
         }
     }
 
@@ -163,15 +181,19 @@ impl OwnWrites {
                 self.suppressed(target, version);
             }
         }
-        for key in released {
-            self.intake.add(key);
+        for (key, trigger) in released {
+            self.intake.add(key, trigger);
         }
     }
 
     /// Ends a write of `target` that left it in the state `written` (none if it failed): drops
     /// the held events that bring that state back and returns how many, with the keys of the
     /// other held events when it was the last write of `target` in flight.
-    fn land(&self, target: &Target, written: Option<&(String, String)>) -> (usize, Vec<ObjectKey>) {
+    fn land(
+        &self,
+        target: &Target,
+        written: Option<&(String, String)>,
+    ) -> (usize, Vec<(ObjectKey, Trigger)>) {
         let mut inner = self.inner.lock();
         let Some(flight) = inner.in_flight.get_mut(target) else {
             return (0, Vec::new());
@@ -184,7 +206,7 @@ impl OwnWrites {
             let before = flight.held.len();
             flight
                 .held
-                .retain(|(state, _, several)| *several || state != written);
+                .retain(|(state, _, _, several)| *several || state != written);
             echoes = before - flight.held.len();
         }
         if flight.writes > 0 {
@@ -197,7 +219,8 @@ impl OwnWrites {
             remember(&mut inner, written.clone());
         }
         drop(inner);
-        let released = flight.held.into_iter().flat_map(|(_, keys, _)| keys);
+        let released = (flight.held.into_iter())
+            .flat_map(|(_, keys, trigger, _)| keys.into_iter().map(move |k| (k, trigger.clone())));
         (echoes, released.collect())
     }
 
@@ -275,6 +298,14 @@ mod tests {
         ("ConfigMap".into(), Some("ns".into()), "child".into())
     }
 
+    fn modified() -> Trigger {
+        Trigger::event(
+            crate::controller::why::Reason::Owned,
+            crate::controller::why::EventType::Modified,
+            None,
+        )
+    }
+
     fn owner() -> Vec<ObjectKey> {
         vec![ObjectKey::new(Some("ns"), "owner")]
     }
@@ -302,10 +333,10 @@ mod tests {
         let (writes, queue, _term) = setup();
         // The response first, then the event.
         writes.begin(target()).finish(&meta("a", "7"));
-        writes.trigger(&target(), &meta("a", "7"), owner());
+        writes.trigger(&target(), &meta("a", "7"), owner(), modified());
         // The event first, while the write is in flight, then the response.
         let ticket = writes.begin(target());
-        writes.trigger(&target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner(), modified());
         ticket.finish(&meta("a", "8"));
         assert_eq!(
             queue.len(),
@@ -318,18 +349,20 @@ mod tests {
     fn changes_by_others_trigger_even_when_held_during_a_write() {
         let (writes, queue, _term) = setup();
         writes.begin(target()).finish(&meta("a", "7"));
-        writes.trigger(&target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner(), modified());
         assert_eq!(queue.len(), 1, "a later state is someone else's");
         let ticket = writes.begin(target());
         writes.trigger(
             &target(),
             &meta("a", "9"),
             vec![ObjectKey::new(Some("ns"), "nine")],
+            modified(),
         );
         writes.trigger(
             &target(),
             &meta("a", "10"),
             vec![ObjectKey::new(Some("ns"), "ten")],
+            modified(),
         );
         assert_eq!(queue.len(), 1, "held while the write is in flight");
         ticket.finish(&meta("a", "10"));
@@ -344,7 +377,7 @@ mod tests {
     fn a_write_that_fails_or_is_cancelled_releases_what_it_held() {
         let (writes, queue, _term) = setup();
         let ticket = writes.begin(target());
-        writes.trigger(&target(), &meta("a", "3"), owner());
+        writes.trigger(&target(), &meta("a", "3"), owner(), modified());
         assert_eq!(queue.len(), 0, "held while the write is in flight");
         drop(ticket);
         assert_eq!(
@@ -360,13 +393,18 @@ mod tests {
         for i in 0..=CAPACITY {
             writes.begin(target()).finish(&meta("a", &i.to_string()));
         }
-        writes.trigger(&target(), &meta("a", "0"), owner());
+        writes.trigger(&target(), &meta("a", "0"), owner(), modified());
         assert_eq!(
             queue.len(),
             1,
             "the oldest is forgotten, so its event triggers"
         );
-        writes.trigger(&target(), &meta("a", &CAPACITY.to_string()), owner());
+        writes.trigger(
+            &target(),
+            &meta("a", &CAPACITY.to_string()),
+            owner(),
+            modified(),
+        );
         assert_eq!(queue.len(), 1, "the newest is still known");
     }
 
@@ -375,7 +413,7 @@ mod tests {
         let (writes, queue, _term) = setup();
         // Someone's change (8) and our write (9) coalesced into one event carrying 9.
         writes.begin(target()).finish(&meta("a", "9"));
-        writes.trigger_coalesced(&target(), &meta("a", "9"), owner());
+        writes.trigger_coalesced(&target(), &meta("a", "9"), owner(), modified());
         assert_eq!(queue.len(), 1, "another's change may hide behind our state");
         // The same while our write is in flight: held, then queued, not dropped.
         let ticket = writes.begin(target());
@@ -383,6 +421,7 @@ mod tests {
             &target(),
             &meta("a", "11"),
             vec![ObjectKey::new(Some("ns"), "eleven")],
+            modified(),
         );
         assert_eq!(queue.len(), 1, "held while the write is in flight");
         ticket.finish(&meta("a", "11"));
@@ -393,6 +432,7 @@ mod tests {
             &target(),
             &meta("a", "11"),
             vec![ObjectKey::new(Some("ns"), "x")],
+            modified(),
         );
         assert_eq!(queue.len(), 3, "11 was seen, so it is not remembered");
     }
@@ -403,10 +443,10 @@ mod tests {
         // The echo after the response, the echo while the write is in flight, and the echo of
         // a state the flight already wrote: three events dropped, three counted.
         writes.begin(target()).finish(&meta("a", "7"));
-        writes.trigger(&target(), &meta("a", "7"), owner());
+        writes.trigger(&target(), &meta("a", "7"), owner(), modified());
         assert_eq!(suppressed.get(), 1, "the echo after the response");
         let ticket = writes.begin(target());
-        writes.trigger(&target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner(), modified());
         assert_eq!(suppressed.get(), 1, "held, not yet known to be ours");
         let second = writes.begin(target());
         ticket.finish(&meta("a", "8"));
@@ -415,7 +455,7 @@ mod tests {
             2,
             "the held echo, dropped at the response"
         );
-        writes.trigger(&target(), &meta("a", "8"), owner());
+        writes.trigger(&target(), &meta("a", "8"), owner(), modified());
         assert_eq!(suppressed.get(), 3, "an echo of a state this flight wrote");
         drop(second);
         assert_eq!(queue.len(), 0, "every event was an echo");
@@ -424,12 +464,14 @@ mod tests {
             &target(),
             &meta("a", "9"),
             vec![ObjectKey::new(Some("ns"), "nine")],
+            modified(),
         );
         writes.begin(target()).finish(&meta("a", "10"));
         writes.trigger_coalesced(
             &target(),
             &meta("a", "10"),
             vec![ObjectKey::new(Some("ns"), "ten")],
+            modified(),
         );
         assert_eq!(queue.len(), 2, "both trigger");
         assert_eq!(

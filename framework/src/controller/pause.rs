@@ -51,9 +51,14 @@ pub(crate) fn is_paused(meta: &ObjectMeta) -> bool {
 /// Whether the change from `old` to `new` queues the object whatever the controller's predicate
 /// says: it was paused or resumed, or a reconcile was requested with a new value.
 pub(crate) fn passes_any_predicate(old: &ObjectMeta, new: &ObjectMeta) -> bool {
+    is_paused(old) != is_paused(new) || requested(old, new)
+}
+
+/// Whether the change from `old` to `new` sets a new value of
+/// [`RECONCILE_REQUESTED_ANNOTATION`].
+pub(crate) fn requested(old: &ObjectMeta, new: &ObjectMeta) -> bool {
     let requested = annotation(new, RECONCILE_REQUESTED_ANNOTATION);
-    is_paused(old) != is_paused(new)
-        || (requested.is_some() && requested != annotation(old, RECONCILE_REQUESTED_ANNOTATION))
+    requested.is_some() && requested != annotation(old, RECONCILE_REQUESTED_ANNOTATION)
 }
 
 fn annotation<'a>(meta: &'a ObjectMeta, name: &str) -> Option<&'a str> {

@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::trigger::Wired;
+use super::why::{Reason, Trigger};
 use super::worker::work;
 use super::{Bound, Cacheable};
 use crate::informer::{self, SharedInformer};
@@ -75,7 +76,10 @@ impl<K: Cacheable> Bound<K> {
             // Whatever changed before this run, each cached object is reconciled once, as
             // after an initial list; keys of deleted objects are not queued.
             for key in wiring.informer.store().keys() {
-                queue.add_with(key, AddOptions::new().priority(Priority::LOW));
+                let listed = Trigger::bare(Reason::Listed);
+                wiring
+                    .intake
+                    .add_with(key, AddOptions::new().priority(Priority::LOW), listed);
             }
         }
         wiring.queues.metrics().run().backlog(queue.len());

@@ -5,6 +5,7 @@ use futures::stream::BoxStream;
 use tokio::task::JoinSet;
 
 use super::intake::Intake;
+use super::why::{Reason, Trigger};
 use crate::cache::ObjectKey;
 
 /// A stream of keys to reconcile, from outside the controller's informers.
@@ -18,7 +19,7 @@ pub(crate) fn forward(sources: Vec<Source>, queue: &Intake) -> JoinSet<()> {
         let queue = queue.clone();
         tasks.spawn(async move {
             while let Some(key) = source.next().await {
-                queue.add(key);
+                queue.add(key, Trigger::bare(Reason::Stream));
             }
         });
     }

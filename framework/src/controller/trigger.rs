@@ -7,6 +7,7 @@ use kube::api::ObjectMeta;
 
 use super::intake::Intake;
 use super::own_writes::{OwnWrites, Target, target_of};
+use super::why::{EventType, Reason, Trigger as Why};
 use super::{Cacheable, Kind, Watchable};
 use crate::cache::ObjectKey;
 use crate::informer::{self, CacheScope, Factory, Hints, Registration, SharedInformer, change_fns};
@@ -52,36 +53,37 @@ impl Drop for Wired {
 
 /// Wires a trigger to the shared informer of its kind, feeding keys into the controller's intake;
 /// states of objects the controller wrote itself ([`OwnWrites`]) trigger nothing.
-pub(crate) type Trigger =
+pub(crate) type Wire =
     Box<dyn FnOnce(&Factory, &CacheScope, &Intake, &Arc<OwnWrites>) -> Wired + Send>;
 
 /// Enqueues the controlling owner of kind `owner` of every changed `C`.
-pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Trigger {
+pub(crate) fn owner_trigger<C: Watchable>(owner: Kind) -> Wire {
     Box::new(move |factory, scope, queue, own_writes| {
         let informer = factory.watched::<C>(scope);
         let owners = Arc::new(move |meta: &ObjectMeta| controller_owner(&owner, meta));
         let keys = move |c: &C| owners(c.meta()).into_iter().collect();
-        wire(&informer, queue, own_writes, keys)
+        wire(&informer, queue, own_writes, Reason::Owned, keys)
     })
 }
 
 /// Enqueues what `mapper` names for every changed `W`.
 pub(crate) fn watch_trigger<W: Watchable>(
     mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
-) -> Trigger {
+) -> Wire {
     Box::new(move |factory, scope, queue, own_writes| {
         let informer = factory.watched::<W>(scope);
-        wire(&informer, queue, own_writes, mapper)
+        wire(&informer, queue, own_writes, Reason::Watched, mapper)
     })
 }
 
-/// Registers the handler that turns changes of `C` into the `keys` it triggers, on the
+/// Registers the handler that turns changes of `C` into the `keys` it triggers (as `reason`), on the
 /// controller's own task for this informer: a mapper, the framework's (an owner reference) or a
 /// user's (`watches`), delays only its controller, however slow.
 fn wire<C: Watchable>(
     informer: &SharedInformer<C>,
     queue: &Intake,
     own_writes: &Arc<OwnWrites>,
+    reason: Reason,
     keys: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
 ) -> Wired {
     let keys = Arc::new(keys);
@@ -90,26 +92,53 @@ fn wire<C: Watchable>(
     let (added, updated) = (Arc::clone(own_writes), Arc::clone(own_writes));
     let handler = change_fns()
         .on_add(move |c: Arc<C>, hints: Hints| {
-            observe(&added, c.as_ref(), on_add(&c), &hints);
+            let why = changed(reason, EventType::Added, c.as_ref(), &hints.key);
+            observe(&added, c.as_ref(), on_add(&c), why, &hints);
         })
         .on_update(move |old: Arc<C>, new: Arc<C>, hints: Hints| {
-            let keys = on_update(&old).into_iter().chain(on_update(&new)).collect();
-            observe(&updated, new.as_ref(), keys, &hints);
+            // Both states' keys, once each: an owner that did not change is one trigger.
+            let mut keys = on_update(&old);
+            for key in on_update(&new) {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            let why = changed(reason, EventType::Modified, new.as_ref(), &hints.key);
+            observe(&updated, new.as_ref(), keys, why, &hints);
         })
         .on_delete(move |deleted| {
-            for key in on_delete(deleted.object()) {
-                q_delete.add(key);
+            let c = deleted.object();
+            let why = changed(
+                reason,
+                EventType::Deleted,
+                c.as_ref(),
+                &ObjectKey::of(c.as_ref()),
+            );
+            for key in on_delete(c) {
+                q_delete.add(key, why.clone());
             }
         });
     Wired::new(informer, informer.add_change_handler(handler))
 }
 
-/// Hands a change of `c` that would trigger `keys` to the own-writes filter.
-fn observe<C: Watchable>(own_writes: &OwnWrites, c: &C, keys: Vec<ObjectKey>, hints: &Hints) {
+/// The trigger a change `event` of `c` (whose key is `key`) is, as `reason`.
+fn changed<C: Watchable>(reason: Reason, event: EventType, c: &C, key: &ObjectKey) -> Why {
+    let version = c.meta().resource_version.as_deref();
+    Why::mapped(reason, event, C::kind(&()), key.clone(), version)
+}
+
+/// Hands a change of `c` that would trigger `keys` (as `why`) to the own-writes filter.
+fn observe<C: Watchable>(
+    own_writes: &OwnWrites,
+    c: &C,
+    keys: Vec<ObjectKey>,
+    why: Why,
+    hints: &Hints,
+) {
     if hints.coalesced {
-        own_writes.trigger_coalesced(&target(c), c.meta(), keys);
+        own_writes.trigger_coalesced(&target(c), c.meta(), keys, why);
     } else {
-        own_writes.trigger(&target(c), c.meta(), keys);
+        own_writes.trigger(&target(c), c.meta(), keys, why);
     }
 }
 

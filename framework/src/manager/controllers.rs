@@ -45,10 +45,11 @@ impl<K: Cacheable> IntoRunnable for Controller<K> {
         }
         let cluster = Cluster::new(Arc::clone(manager.factory()))
             .cache(manager.config().cache_scope().clone())
-            .metrics(manager.metrics().clone());
+            .metrics(manager.metrics().clone())
+            .reconciles(manager.reconciles().clone());
         let bound = controller.bind_unchecked(&cluster);
         manager.add_cache_readiness(&bound);
-        manager.planners.add(Arc::new(bound.clone()));
+        manager.plan.planners.add(Arc::new(bound.clone()));
         Ok(Box::new(ControllerRunnable(bound)))
     }
 }

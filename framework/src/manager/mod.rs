@@ -49,7 +49,7 @@ pub use crate::leader::election::{LeaderElection, OnLeadershipLoss};
 
 use crate::informer::Factory;
 use crate::metrics::Metrics;
-use crate::plan::dry_run::{self, Planning};
+use crate::plan::dry_run;
 
 /// Errors that stop a [`Manager`] from starting or end its run.
 #[derive(Debug, thiserror::Error)]
@@ -196,10 +196,10 @@ pub struct Manager {
     parts: Mutex<Parts>,
     /// The factories whose informers `/metrics` reports: the manager's, and a shard's.
     informer_factories: crate::metrics::Factories,
-    /// The switch that makes the client's writes dry runs, and what they were (see `plan`).
-    planning: Arc<Planning>,
-    /// The controllers a plan reconciles.
-    planners: crate::plan::planner::Planners,
+    /// The switch that makes the client's writes dry runs, and the controllers (see `plan`).
+    plan: crate::plan::planner::Planned,
+    /// The controllers' flight recorders, served at `/debug/reconciles`.
+    reconciles: crate::controller::Reconciles,
 }
 
 impl std::fmt::Debug for Manager {
@@ -237,8 +237,7 @@ impl Manager {
     /// Adds the informer and process families to `registry`, which holds only `metrics` yet.
     fn assemble(client: Client, config: Config, registry: Registry, metrics: Metrics) -> Self {
         // Every client the manager hands out can be switched to dry runs by a plan.
-        let planning = Arc::new(Planning::default());
-        let client = dry_run::client(client, Arc::clone(&planning));
+        let (client, planning) = dry_run::switchable(client);
         let factory = Arc::new(Factory::new(client.clone()).config(config.informers.clone()));
         let informer_factories = Arc::new(Mutex::new(vec![Arc::clone(&factory)]));
         crate::metrics::register_informer_factories(&registry, Arc::clone(&informer_factories))
@@ -256,8 +255,8 @@ impl Manager {
             recorded: Mutex::default(),
             parts: Mutex::default(),
             informer_factories,
-            planning,
-            planners: crate::plan::planner::Planners::default(),
+            plan: crate::plan::planner::Planned::new(planning),
+            reconciles: crate::controller::Reconciles::default(),
         }
     }
 
@@ -284,6 +283,11 @@ impl Manager {
     #[must_use]
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The flight recorders of the controllers added.
+    pub(crate) fn reconciles(&self) -> &crate::controller::Reconciles {
+        &self.reconciles
     }
 
     /// The shared informer factory: every controller and handler of this manager that watches

@@ -36,11 +36,11 @@ impl Manager {
                 check_labels(selector)
                     .map_err(|e| Error::InvalidFlags(format!("--selector {selector:?}: {e}")))?;
             }
-            self.planning.start();
-            let mut plan = self.planners.pass(&options).await;
+            self.plan.planning.start();
+            let mut plan = self.plan.planners.pass(&options).await;
             self.factory.shutdown().await;
-            plan.add_writes(self.planning.take_writes());
-            plan.events_not_recorded = self.planning.events();
+            plan.add_writes(self.plan.planning.take_writes());
+            plan.events_not_recorded = self.plan.planning.events();
             Ok(plan)
         });
         plan

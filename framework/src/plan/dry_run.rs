@@ -188,6 +188,13 @@ impl Planning {
     }
 }
 
+/// `inner` behind a plan's switch, off until [started](Planning::start), and the switch: every
+/// client made from the one returned sends its writes as dry runs, noted in it, once it is on.
+pub(crate) fn switchable(inner: Client) -> (Client, Arc<Planning>) {
+    let planning = Arc::new(Planning::default());
+    (client(inner, Arc::clone(&planning)), planning)
+}
+
 /// `inner`, whose writes are dry runs noted in `planning` once it [started](Planning::start).
 pub(crate) fn client(inner: Client, planning: Arc<Planning>) -> Client {
     let namespace = inner.default_namespace().to_owned();

@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::future::{BoxFuture, join_all};
 use parking_lot::Mutex;
 
+use super::dry_run::Planning;
 use super::{Failure, Options, Plan};
 use crate::controller::{Bound, Pass, PassError};
 use crate::informer::Cacheable;
@@ -84,5 +85,22 @@ impl Planners {
             plan.controllers.push(name);
         }
         plan
+    }
+}
+
+/// What a manager keeps for a plan: the switch that makes its clients' writes dry runs (and
+/// notes them), and its controllers.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub(crate) planning: Arc<Planning>,
+    pub(crate) planners: Planners,
+}
+
+impl Planned {
+    pub(crate) fn new(planning: Arc<Planning>) -> Self {
+        Self {
+            planning,
+            planners: Planners::default(),
+        }
     }
 }

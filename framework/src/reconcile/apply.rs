@@ -10,7 +10,7 @@ use kube::core::Request;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::diff::{applied_fields_within, covers};
+use super::diff::{applied_fields_within, changed, covers};
 use super::{Error, Operation, Written};
 use crate::controller::{Context, Watchable, target};
 
@@ -92,6 +92,10 @@ impl<K: Resource> Context<K> {
             })?;
             if covers(&have, &desired) && applied_fields_within(&have, self.name(), &desired) {
                 return Ok(Written::new(Arc::clone(cached), Operation::Unchanged));
+            }
+            // For the flight recorder: what this apply changes.
+            if let Some(diff) = changed(&have, &desired) {
+                crate::controller::note_diff(&diff.to_string());
             }
         }
 

@@ -20,6 +20,30 @@ pub(super) fn covers(cached: &Value, desired: &Value) -> bool {
     }
 }
 
+/// The fields of `desired` that `cached` does not hold with the same value, as a JSON object
+/// of just those paths (lists whole, metadata's bookkeeping left out); `None` if there is none.
+pub(super) fn changed(cached: &Value, desired: &Value) -> Option<Value> {
+    match (cached, desired) {
+        (Value::Object(cached), Value::Object(desired)) => {
+            let fields: Map<String, Value> = (desired.iter())
+                .filter(|(key, _)| {
+                    !matches!(key.as_str(), "apiVersion" | "kind" | "ownerReferences")
+                })
+                .filter_map(|(key, want)| {
+                    let change = match cached.get(key) {
+                        Some(have) => changed(have, want)?,
+                        None if is_empty(want) => return None,
+                        None => want.clone(),
+                    };
+                    Some((key.clone(), change))
+                })
+                .collect();
+            (!fields.is_empty()).then_some(Value::Object(fields))
+        }
+        (cached, desired) => (!covers(cached, desired)).then(|| desired.clone()),
+    }
+}
+
 /// Whether `manager`'s last server-side apply, per the `managedFields` of `cached`, set no field
 /// that `desired` leaves out (an apply that leaves a field out removes it). `true` when the
 /// object carries no `managedFields` (an informer strips them by default): then only
@@ -87,6 +111,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn only_the_fields_that_differ_are_in_the_change() {
+        let cached = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"a": "1", "b": "2"}});
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"a": "1", "b": "3", "c": "4"}});
+        assert_eq!(
+            changed(&cached, &desired),
+            Some(json!({"data": {"b": "3", "c": "4"}}))
+        );
+        assert_eq!(changed(&cached, &cached), None);
+    }
 
     #[test]
     fn a_desired_object_is_covered_by_a_cached_one_with_more_fields() {

@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::controller::Reconciles;
 use crate::error::chain;
 use crate::manager::Probes;
 #[cfg(feature = "tls")]
@@ -26,6 +27,8 @@ use crate::metrics::auth::{Decision, Guard};
 pub(super) struct Answers {
     pub(super) probes: Option<Arc<Probes>>,
     pub(super) metrics: Option<Registry>,
+    /// The flight recorders served at `/debug/reconciles/` next to `/metrics`.
+    pub(super) reconciles: Option<Reconciles>,
     /// Who may read `/metrics`; anyone when `None`.
     #[cfg(feature = "tls")]
     pub(super) guard: Option<Guard>,
@@ -37,6 +40,7 @@ impl Answers {
         Self {
             probes,
             metrics,
+            reconciles: None,
             #[cfg(feature = "tls")]
             guard: None,
         }
@@ -56,21 +60,29 @@ impl Answers {
     pub(super) async fn answer<B>(&self, request: &Request<B>) -> Response<Full<Bytes>> {
         let path = request.uri().path();
         #[cfg(feature = "tls")]
-        if let Some(guard) = self.guard.as_ref().filter(|g| g.path() == path) {
+        if let Some(guard) = (self.guard.as_ref())
+            .filter(|g| g.path() == path || path.starts_with(super::reconciles::PATH))
+        {
             let decision = guard.check(request.headers()).await;
             if decision != Decision::Allowed {
                 return refusal(&decision, path);
             }
         }
-        self.respond(path)
+        self.respond(path, request.uri().query())
     }
 
-    fn respond(&self, path: &str) -> Response<Full<Bytes>> {
+    fn respond(&self, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+        let debug = path.strip_prefix(super::reconciles::PATH);
         let (status, content_type, body) = match (path, &self.probes, &self.metrics) {
             ("/healthz" | "/livez", Some(probes), _) => text(probes.healthz()),
             ("/readyz", Some(probes), _) => text(probes.readyz()),
             ("/metrics", _, Some(registry)) => metrics(registry),
-            _ => (StatusCode::NOT_FOUND, "text/plain", b"not found\n".to_vec()),
+            _ => match (debug, &self.reconciles) {
+                (Some(object), Some(reconciles)) => {
+                    super::reconciles::answer(reconciles, object, query)
+                }
+                _ => (StatusCode::NOT_FOUND, "text/plain", b"not found\n".to_vec()),
+            },
         };
         let mut response = Response::new(Full::new(Bytes::from(body)));
         *response.status_mut() = status;
@@ -160,7 +172,10 @@ mod tests {
     #[test]
     fn an_endpoint_that_is_not_served_here_is_not_found() {
         let answers = Answers::new(None, Some(Registry::new()));
-        assert_eq!(answers.respond("/readyz").status(), StatusCode::NOT_FOUND);
-        assert_eq!(answers.respond("/metrics").status(), StatusCode::OK);
+        assert_eq!(
+            answers.respond("/readyz", None).status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(answers.respond("/metrics", None).status(), StatusCode::OK);
     }
 }

@@ -93,6 +93,12 @@ impl Endpoints {
     fn bind(&self, manager: &Manager) -> Result<Vec<Listener>> {
         let registry = Some(manager.registry().clone());
         let probes = Some(manager.probes());
+        let reconciles = manager.reconciles().clone();
+        // `/debug/reconciles/` goes wherever `/metrics` goes, behind the same guard.
+        let with_metrics = |answers: Answers| Answers {
+            reconciles: Some(reconciles.clone()),
+            ..answers
+        };
         match (self.metrics, self.probes) {
             (BindAddress::On(m), BindAddress::On(p)) if m == p => {
                 if self.is_secure() {
@@ -104,14 +110,14 @@ impl Endpoints {
                 let listener = bind("metrics and health probe", m)?;
                 Ok(vec![Listener::plain(
                     listener,
-                    Answers::new(probes, registry),
+                    with_metrics(Answers::new(probes, registry)),
                 )])
             }
             (metrics, health) => {
                 let mut listeners = Vec::new();
                 if let BindAddress::On(addr) = metrics {
                     let listener = bind("metrics", addr)?;
-                    let answers = Answers::new(None, registry);
+                    let answers = with_metrics(Answers::new(None, registry));
                     listeners.push(self.metrics_listener(manager, listener, answers)?);
                 }
                 if let BindAddress::On(addr) = health {

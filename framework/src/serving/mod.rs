@@ -16,6 +16,7 @@ mod answer;
 #[cfg(feature = "webhooks")]
 mod conversions;
 mod endpoints;
+mod reconciles;
 #[cfg(feature = "tls")]
 mod secure;
 #[cfg(feature = "webhooks")]

@@ -130,4 +130,5 @@ fn cluster(manager: &Manager, factory: Arc<Factory>) -> Cluster {
     Cluster::new(factory)
         .cache(manager.config().cache_scope().clone())
         .metrics(manager.metrics().clone())
+        .reconciles(manager.reconciles().clone())
 }

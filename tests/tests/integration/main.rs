@@ -27,3 +27,4 @@ mod shard_scaling;
 mod sharding;
 mod triggers;
 mod webhook;
+mod why;

@@ -10,6 +10,7 @@ mod simulation_cleanup;
 mod simulation_expectations;
 mod simulation_fencing;
 mod simulation_pause;
+mod simulation_triggers;
 mod slow_user_code;
 mod worker;
 

@@ -193,6 +193,26 @@ async fn secure_metrics_answer_401_without_a_valid_token_403_without_rbac_and_20
         "the reader gets the series:\n{served}"
     );
 
+    // The flight recorder sits behind the same guard: refused without a token and to a token
+    // without the RBAC; the reader gets an answer (404: no controller recorded the object).
+    let debug = format!("/debug/reconciles/{ns}/nobody");
+    let answer = get(secure.addr(), &debug, &secure.ca_pem, None).await?;
+    assert_eq!(answer.status(), 401, "no token: {}", answer.body());
+    let answer = get(secure.addr(), &debug, &secure.ca_pem, Some(&stranger)).await?;
+    assert_eq!(
+        answer.status(),
+        403,
+        "a token without the RBAC: {}",
+        answer.body()
+    );
+    let answer = get(secure.addr(), &debug, &secure.ca_pem, Some(&reader)).await?;
+    assert_eq!(answer.status(), 404, "the reader: {}", answer.body());
+    assert!(
+        answer.body().contains(r#""controllers": []"#),
+        "{}",
+        answer.body()
+    );
+
     // Plain HTTP is not served on the secure port: the TLS handshake fails, nothing leaks.
     let plain = kubeward::testing::get(secure.addr(), "/metrics").await;
     assert!(
