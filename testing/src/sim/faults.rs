@@ -4,7 +4,7 @@ use rand::RngExt as _;
 use rand::rngs::Xoshiro256PlusPlus;
 use tokio::time::Duration;
 
-use super::schedule::Schedule;
+use super::schedule::{Kind, Schedule};
 
 /// How a [`Simulation`](super::Simulation)'s API server misbehaves: the rates and bounds its
 /// seed draws from. Latency and delivery delay go on all run long (a healthy cluster has them
@@ -100,7 +100,7 @@ impl Faults {
     ) -> Option<(Duration, u64)> {
         (self.outage_rate > 0.0 && rng.random_bool(self.outage_rate))
             .then(|| draw(rng, self.outage_length))
-            .and_then(|length| schedule.decide().map(|number| (length, number)))
+            .and_then(|length| schedule.decide(Kind::Outage).map(|number| (length, number)))
     }
 
     /// What happens to one request, drawn from `rng`; `faulting` is false once faults stopped.
@@ -112,7 +112,7 @@ impl Faults {
         request: Request,
         faulting: bool,
     ) -> Plan {
-        let latency = delay(rng, schedule, self.latency);
+        let latency = delay(rng, schedule, Kind::Latency, self.latency);
         let failure = (faulting && self.failure_rate > 0.0 && rng.random_bool(self.failure_rate))
             .then(|| {
                 let choices: &[Injected] = if request == Request::Write {
@@ -151,11 +151,15 @@ impl Faults {
             });
             WatchPlan {
                 max_delay: self.delivery_delay,
-                end: end
-                    .and_then(|(after, how)| schedule.decide().map(|number| (after, how, number))),
+                end: end.and_then(|(after, how)| {
+                    schedule
+                        .decide(Kind::Break)
+                        .map(|number| (after, how, number))
+                }),
             }
         });
-        let failure = failure.and_then(|injected| schedule.decide().map(|n| (injected, Some(n))));
+        let failure = failure
+            .and_then(|injected| schedule.decide(Kind::Failure).map(|n| (injected, Some(n))));
         Plan {
             latency,
             failure,
@@ -178,6 +182,7 @@ pub(crate) fn draw(rng: &mut Xoshiro256PlusPlus, max: Duration) -> Duration {
 pub(crate) fn delay(
     rng: &mut Xoshiro256PlusPlus,
     schedule: &Schedule,
+    kind: Kind,
     max: Duration,
 ) -> (Duration, Option<u64>) {
     let drawn = draw(rng, max);
@@ -185,7 +190,7 @@ pub(crate) fn delay(
         return (drawn, None);
     }
     schedule
-        .decide()
+        .decide(kind)
         .map_or((Duration::ZERO, None), |number| (drawn, Some(number)))
 }
 

@@ -116,11 +116,18 @@ pub struct Failed {
     seed: u64,
     reasons: Vec<String>,
     log: String,
+    /// Boxed: a `Result<Run, Failed>` stays small.
+    record: Box<FaultRecord>,
+}
+
+/// The faults of a failed run.
+#[derive(Clone, Debug)]
+struct FaultRecord {
     timeline: String,
     /// The faults kept, when the run did not keep them all.
     keep: Option<BTreeSet<u64>>,
-    /// The numbers of the faults that took effect.
-    faults: Vec<u64>,
+    /// The faults that took effect: their numbers and what they did.
+    faults: Vec<(u64, schedule::Kind)>,
     /// How it was shrunk, when it was.
     shrunk: Option<shrink::Shrunk>,
 }
@@ -173,8 +180,8 @@ impl Simulation {
         self
     }
 
-    /// How many runs [`shrink`](Self::shrink) may take (default 200, [`SHRINK_VAR`] for
-    /// [`check`](Self::check)); it stops there with the smallest failure found so far. Runs
+    /// How many runs [`shrink`](Self::shrink) may take (default 200; [`SHRINK_VAR`], when set,
+    /// says instead); it stops there with the smallest failure found so far. Runs
     /// count, not wall time, so that a failure shrinks alike on every machine.
     pub fn shrink_runs(mut self, runs: u32) -> Self {
         self.shrink_runs = runs;
@@ -248,10 +255,12 @@ impl Simulation {
                 seed,
                 reasons,
                 log,
-                timeline: world.timeline(),
-                keep: self.keep.clone(),
-                faults: world.faults_taken(),
-                shrunk: None,
+                record: Box::new(FaultRecord {
+                    timeline: world.timeline(),
+                    keep: self.keep.clone(),
+                    faults: world.faults_taken(),
+                    shrunk: None,
+                }),
             })
         }
     }
@@ -268,7 +277,7 @@ impl Simulation {
         F: Fn(World) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let simulation = self.from_env();
+        let simulation = self.with_env();
         simulation
             .seed_list()
             .map(|seed| {
@@ -290,7 +299,7 @@ impl Simulation {
         F: Fn(World) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let simulation = self.from_env();
+        let simulation = self.with_env();
         simulation
             .seed_list()
             .find_map(|seed| simulation.run(seed, &body).err())
@@ -305,16 +314,19 @@ impl Simulation {
     ///
     /// The [`Failed`] it returns reports its timeline ([`Failed::timeline`]) and reruns with
     /// [`KEEP_VAR`].
+    ///
+    /// # Panics
+    /// When [`SHRINK_VAR`] is not a number, naming it.
     pub fn shrink<F, Fut>(&self, failed: &Failed, body: F) -> Failed
     where
         F: Fn(World) -> Fut,
         Fut: Future<Output = ()>,
     {
-        shrink::shrink(self, failed, body)
+        shrink::shrink(&self.with_env(), failed, body)
     }
 
     /// This simulation with [`KEEP_VAR`] and [`SHRINK_VAR`] applied, when set.
-    fn from_env(&self) -> Self {
+    fn with_env(&self) -> Self {
         let mut simulation = self.clone();
         if let Ok(text) = std::env::var(KEEP_VAR) {
             simulation.keep = Some(shrink::parse_keep(&text).unwrap_or_else(|| {
@@ -383,19 +395,23 @@ impl Failed {
     /// [`World::timeline`]).
     #[must_use]
     pub fn timeline(&self) -> &str {
-        &self.timeline
+        &self.record.timeline
     }
 
     /// The numbers of the faults that took effect, in the order they were drawn.
     #[must_use]
-    pub fn faults(&self) -> &[u64] {
-        &self.faults
+    pub fn faults(&self) -> Vec<u64> {
+        self.record
+            .faults
+            .iter()
+            .map(|(number, _)| *number)
+            .collect()
     }
 
     /// How many steps its timeline takes: the faults that took effect.
     #[must_use]
     pub fn steps(&self) -> usize {
-        self.faults.len()
+        self.record.faults.len()
     }
 
     /// The command that reruns this seed alone, with only the faults it kept when it did not
@@ -412,26 +428,27 @@ impl Failed {
             .map(|name| format!(" -- {name} --exact"))
             .unwrap_or_default();
         let keep = self
+            .record
             .keep
             .as_ref()
-            .map(|_| format!(" {KEEP_VAR}={}", shrink::keep_list(&self.faults)))
+            .map(|_| format!(" {KEEP_VAR}={}", shrink::keep_list(&self.faults())))
             .unwrap_or_default();
         format!("{SEED_VAR}={}{keep} cargo test{package}{test}", self.seed)
     }
 
-    /// The reasons; when shrunk, how far and its timeline; the last 40 lines of the log; and
-    /// the rerun line.
+    /// The reasons; then, when shrunk, how far, its timeline and the writes of its log, else
+    /// the last 40 lines of its log; and the rerun line.
     #[must_use]
     pub fn report(&self) -> String {
-        let lines: Vec<&str> = self.log.lines().collect();
-        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-        let timeline = self
-            .shrunk
-            .as_ref()
-            .map(|shrunk| shrunk.describe(self))
-            .unwrap_or_default();
+        let middle = if let Some(shrunk) = &self.record.shrunk {
+            shrunk.describe(self)
+        } else {
+            let lines: Vec<&str> = self.log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            format!("the end of its log:\n{tail}\n")
+        };
         format!(
-            "simulation seed {} failed: {}\n{timeline}the end of its log:\n{tail}\nrerun it: {}",
+            "simulation seed {} failed: {}\n{middle}rerun it: {}",
             self.seed,
             self.reasons.join("; "),
             self.rerun()

@@ -50,11 +50,20 @@ struct Delivery {
     /// `client watch#n`, for the log.
     label: String,
     max_delay: Duration,
-    /// An event waiting out its delay, and the delay's fault number.
-    held: Option<(Bytes, Pin<Box<Sleep>>, Option<(Duration, u64)>)>,
+    /// An event waiting out its delay.
+    held: Option<Held>,
     /// When and how the watch breaks, and the break's fault number.
     end: Option<(Pin<Box<Sleep>>, End, u64)>,
     ended: bool,
+}
+
+/// A watch event waiting out its delay.
+#[derive(Debug)]
+struct Held {
+    chunk: Bytes,
+    sleep: Pin<Box<Sleep>>,
+    /// The delay and its fault number, when it is one.
+    late: Option<(Duration, u64)>,
 }
 
 impl Service<Request<kube::client::Body>> for Network {
@@ -325,12 +334,16 @@ impl Delivery {
             };
             let (delay, number) = self.shared.delay(self.max_delay);
             let late = number.map(|number| (delay, number));
-            self.held = Some((chunk, Box::pin(tokio::time::sleep(delay)), late));
+            self.held = Some(Held {
+                chunk,
+                sleep: Box::pin(tokio::time::sleep(delay)),
+                late,
+            });
         }
-        if let Some((_, sleep, _)) = &mut self.held {
-            ready!(sleep.as_mut().poll(cx));
+        if let Some(held) = &mut self.held {
+            ready!(held.sleep.as_mut().poll(cx));
         }
-        let Some((chunk, _, late)) = self.held.take() else {
+        let Some(Held { chunk, late, .. }) = self.held.take() else {
             return Poll::Ready(None);
         };
         self.delivered(&chunk, late);

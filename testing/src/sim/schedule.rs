@@ -12,6 +12,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+/// What a fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A request fails (409, 429, 500, a lost answer, a reset connection).
+    Failure,
+    /// A watch breaks (dropped, or expired with 410 Gone).
+    Break,
+    /// The API server is gone for a while.
+    Outage,
+    /// A request waits before the fake sees it.
+    Latency,
+    /// A watch event arrives late.
+    Delay,
+}
+
 /// The faults a run draws, and which of them take effect.
 #[derive(Debug, Default)]
 pub(crate) struct Schedule {
@@ -20,7 +35,7 @@ pub(crate) struct Schedule {
     /// How many faults were drawn so far.
     drawn: AtomicU64,
     /// The numbers of the faults that took effect, in order.
-    taken: Mutex<Vec<u64>>,
+    taken: Mutex<Vec<(u64, Kind)>>,
 }
 
 impl Schedule {
@@ -34,22 +49,17 @@ impl Schedule {
 
     /// Numbers a fault just drawn: its number when it takes effect, `None` when the schedule
     /// suppresses it.
-    pub(crate) fn decide(&self) -> Option<u64> {
+    pub(crate) fn decide(&self, kind: Kind) -> Option<u64> {
         let number = self.drawn.fetch_add(1, Ordering::SeqCst) + 1;
         let kept = self.keep.as_ref().is_none_or(|keep| keep.contains(&number));
         kept.then(|| {
-            self.taken.lock().push(number);
+            self.taken.lock().push((number, kind));
             number
         })
     }
 
-    /// How many faults the run drew, taken or not.
-    pub(crate) fn drawn(&self) -> u64 {
-        self.drawn.load(Ordering::SeqCst)
-    }
-
     /// The numbers of the faults that took effect, in the order they were drawn.
-    pub(crate) fn taken(&self) -> Vec<u64> {
+    pub(crate) fn taken(&self) -> Vec<(u64, Kind)> {
         self.taken.lock().clone()
     }
 }
@@ -61,11 +71,11 @@ mod tests {
     #[test]
     fn every_fault_is_numbered_and_only_the_kept_ones_take_effect() {
         let all = Schedule::new(None);
-        assert_eq!([all.decide(), all.decide()], [Some(1), Some(2)]);
+        let first = all.decide(Kind::Latency);
+        assert_eq!([first, all.decide(Kind::Failure)], [Some(1), Some(2)]);
         let some = Schedule::new(Some([2, 4].into()));
-        let decided: Vec<_> = (0..4).map(|_| some.decide()).collect();
+        let decided: Vec<_> = (0..4).map(|_| some.decide(Kind::Delay)).collect();
         assert_eq!(decided, [None, Some(2), None, Some(4)]);
-        assert_eq!(some.taken(), [2, 4]);
-        assert_eq!(some.drawn(), 4);
+        assert_eq!(some.taken(), [(2, Kind::Delay), (4, Kind::Delay)]);
     }
 }

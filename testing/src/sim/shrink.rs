@@ -5,7 +5,8 @@
 //! stays as it was until a left-out fault changes what the code under test does. The shrinker
 //! reruns the failing seed with fewer and fewer faults kept, delta-debugging style: none at all
 //! first (a bug that needs no fault, like a counter bumped at every reconcile, ends there),
-//! then it leaves out halves of the faults left, then quarters, down to single faults, and
+//! then every fault of one kind (all delivery delays, all latency, all broken watches, all
+//! outages, all failed requests), then it leaves out halves of the faults left, then quarters, down to single faults, and
 //! keeps every removal after which the run still fails alike, until no single fault can go
 //! (or the run budget is spent). Numbers are the only handle it needs: once a removal changes
 //! the run, a number may name another fault than before, but a seed and a set of numbers still
@@ -15,6 +16,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::future::Future;
 
+use super::schedule::Kind;
 use super::{Failed, Simulation, World};
 
 /// How a failure was shrunk.
@@ -34,17 +36,27 @@ impl Shrunk {
         let mut text = format!(
             "shrunk from {} faults to {} in {} runs",
             self.from,
-            failed.faults.len(),
+            failed.record.faults.len(),
             self.runs
         );
         if self.budget_spent {
             text.push_str(" (the run budget ran out: some may still go)");
         }
+        let writes: String = failed
+            .log
+            .lines()
+            .filter(|line| {
+                [" POST ", " PUT ", " PATCH ", " DELETE "]
+                    .iter()
+                    .any(|method| line.contains(method))
+            })
+            .flat_map(|line| [line, "\n"])
+            .collect();
         // Writing to a String cannot fail.
-        let _ = writeln!(
+        let _ = write!(
             text,
-            "; its timeline, faults and notes:\n{}",
-            failed.timeline
+            "; its timeline, faults and notes:\n{}the writes of its log:\n{writes}",
+            failed.record.timeline
         );
         text
     }
@@ -79,16 +91,37 @@ where
     if let Some(none) = attempt(BTreeSet::new(), &mut runs) {
         best = none;
     }
-    let mut chunk = best.faults.len().div_ceil(2).max(1);
-    while !best.faults.is_empty() && runs < budget {
+    // Whole kinds next: a race often needs one failure and none of the hundreds of delays.
+    for kind in [
+        Kind::Delay,
+        Kind::Latency,
+        Kind::Break,
+        Kind::Outage,
+        Kind::Failure,
+    ] {
+        if best.record.faults.iter().any(|(_, of)| *of == kind) {
+            let keep = best
+                .record
+                .faults
+                .iter()
+                .filter(|(_, of)| *of != kind)
+                .map(|(number, _)| *number)
+                .collect();
+            if let Some(smaller) = attempt(keep, &mut runs) {
+                best = smaller;
+            }
+        }
+    }
+    let mut chunk = best.record.faults.len().div_ceil(2).max(1);
+    while !best.record.faults.is_empty() && runs < budget {
         let mut removed = false;
         let mut start = 0;
-        while start < best.faults.len() && runs < budget {
-            let end = (start + chunk).min(best.faults.len());
-            let keep: BTreeSet<u64> = best.faults[..start]
+        while start < best.record.faults.len() && runs < budget {
+            let end = (start + chunk).min(best.record.faults.len());
+            let keep: BTreeSet<u64> = best.record.faults[..start]
                 .iter()
-                .chain(&best.faults[end..])
-                .copied()
+                .chain(&best.record.faults[end..])
+                .map(|(number, _)| *number)
                 .collect();
             match attempt(keep, &mut runs) {
                 Some(smaller) => {
@@ -103,9 +136,9 @@ where
         }
         chunk = chunk.div_ceil(2);
     }
-    let done = best.faults.is_empty() || runs < budget;
-    best.shrunk = Some(Shrunk {
-        from: failed.faults.len(),
+    let done = best.record.faults.is_empty() || runs < budget;
+    best.record.shrunk = Some(Shrunk {
+        from: failed.record.faults.len(),
         runs,
         budget_spent: !done,
     });

@@ -15,7 +15,7 @@ use tokio::time::{Duration, Instant};
 use super::faults::{self, Faults, Injected, Plan, Request};
 use super::network::Network;
 use super::oracle::Reconciles;
-use super::schedule::Schedule;
+use super::schedule::{Kind, Schedule};
 use crate::FakeApiServer;
 
 /// One run of a [`Simulation`](super::Simulation), handed to its test body; cheap to clone.
@@ -144,7 +144,7 @@ impl World {
     }
 
     /// The numbers of the faults that took effect so far, in the order they were drawn.
-    pub(crate) fn faults_taken(&self) -> Vec<u64> {
+    pub(crate) fn faults_taken(&self) -> Vec<(u64, Kind)> {
         self.shared.schedule.taken()
     }
 
@@ -274,7 +274,7 @@ impl Shared {
     /// A uniform delay from zero to `max` and its fault number; zero when the schedule
     /// suppresses it.
     pub(crate) fn delay(&self, max: Duration) -> (Duration, Option<u64>) {
-        faults::delay(&mut self.rng.lock(), &self.schedule, max)
+        faults::delay(&mut self.rng.lock(), &self.schedule, Kind::Delay, max)
     }
 
     /// Logs a line that fault `number` made, and adds it to the timeline.
