@@ -4,6 +4,8 @@ use rand::RngExt as _;
 use rand::rngs::Xoshiro256PlusPlus;
 use tokio::time::Duration;
 
+use super::schedule::{Kind, Schedule};
+
 /// How a [`Simulation`](super::Simulation)'s API server misbehaves: the rates and bounds its
 /// seed draws from. Latency and delivery delay go on all run long (a healthy cluster has them
 /// too); failed requests and broken watches stop at [`World::stop_faults`](super::World::stop_faults).
@@ -88,22 +90,29 @@ impl Faults {
         self
     }
 
-    /// Whether a request (while faults go on, and no outage is on) begins an outage, and how
-    /// long it lasts; draws nothing from `rng` when outages are off, so that runs without them
-    /// keep their logs.
-    pub(crate) fn outage(&self, rng: &mut Xoshiro256PlusPlus) -> Option<Duration> {
+    /// Whether a request (while faults go on, and no outage is on) begins an outage, how long
+    /// it lasts and its fault number; draws nothing from `rng` when outages are off, so that
+    /// runs without them keep their logs.
+    pub(crate) fn outage(
+        &self,
+        rng: &mut Xoshiro256PlusPlus,
+        schedule: &Schedule,
+    ) -> Option<(Duration, u64)> {
         (self.outage_rate > 0.0 && rng.random_bool(self.outage_rate))
             .then(|| draw(rng, self.outage_length))
+            .and_then(|length| schedule.decide(Kind::Outage).map(|number| (length, number)))
     }
 
     /// What happens to one request, drawn from `rng`; `faulting` is false once faults stopped.
+    /// Every fault drawn is numbered by `schedule`, and has no effect when it suppresses it.
     pub(crate) fn plan(
         &self,
         rng: &mut Xoshiro256PlusPlus,
+        schedule: &Schedule,
         request: Request,
         faulting: bool,
     ) -> Plan {
-        let latency = draw(rng, self.latency);
+        let latency = delay(rng, schedule, Kind::Latency, self.latency);
         let failure = (faulting && self.failure_rate > 0.0 && rng.random_bool(self.failure_rate))
             .then(|| {
                 let choices: &[Injected] = if request == Request::Write {
@@ -124,9 +133,13 @@ impl Faults {
                 };
                 choices[rng.random_range(0..choices.len())]
             });
-        let watch = (request == Request::Watch && failure.is_none()).then(|| {
-            let breaks =
-                faulting && self.watch_break_rate > 0.0 && rng.random_bool(self.watch_break_rate);
+        // A watch whose drawn failure is suppressed opens, but draws no break: the random
+        // stream stays as the unsuppressed run drew it.
+        let watch = (request == Request::Watch).then(|| {
+            let breaks = failure.is_none()
+                && faulting
+                && self.watch_break_rate > 0.0
+                && rng.random_bool(self.watch_break_rate);
             let end = breaks.then(|| {
                 let after = draw(rng, self.watch_life);
                 let how = if rng.random_bool(0.5) {
@@ -138,9 +151,15 @@ impl Faults {
             });
             WatchPlan {
                 max_delay: self.delivery_delay,
-                end,
+                end: end.and_then(|(after, how)| {
+                    schedule
+                        .decide(Kind::Break)
+                        .map(|number| (after, how, number))
+                }),
             }
         });
+        let failure = failure
+            .and_then(|injected| schedule.decide(Kind::Failure).map(|n| (injected, Some(n))));
         Plan {
             latency,
             failure,
@@ -158,6 +177,23 @@ pub(crate) fn draw(rng: &mut Xoshiro256PlusPlus, max: Duration) -> Duration {
     Duration::from_millis(rng.random_range(0..=millis))
 }
 
+/// A delay from zero to `max` with its fault number; zero when it is zero or `schedule`
+/// suppresses it.
+pub(crate) fn delay(
+    rng: &mut Xoshiro256PlusPlus,
+    schedule: &Schedule,
+    kind: Kind,
+    max: Duration,
+) -> (Duration, Option<u64>) {
+    let drawn = draw(rng, max);
+    if drawn.is_zero() {
+        return (drawn, None);
+    }
+    schedule
+        .decide(kind)
+        .map_or((Duration::ZERO, None), |number| (drawn, Some(number)))
+}
+
 /// What a request does, as far as faults go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Request {
@@ -172,8 +208,10 @@ pub(crate) enum Request {
 /// What happens to one request.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    pub(crate) latency: Duration,
-    pub(crate) failure: Option<Injected>,
+    /// The request's latency and its fault number (none for zero).
+    pub(crate) latency: (Duration, Option<u64>),
+    /// The failure injected and its fault number (none for a request an outage refuses).
+    pub(crate) failure: Option<(Injected, Option<u64>)>,
     pub(crate) watch: Option<WatchPlan>,
 }
 
@@ -196,7 +234,8 @@ pub(crate) enum Injected {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WatchPlan {
     pub(crate) max_delay: Duration,
-    pub(crate) end: Option<(Duration, End)>,
+    /// When and how the watch breaks, and the fault number of its break.
+    pub(crate) end: Option<(Duration, End, u64)>,
 }
 
 /// How a broken watch ends.

@@ -12,6 +12,14 @@
 //! [`World::quiet`] (a pass at the fixed point writes nothing). A failing seed fails the test
 //! with one line that reruns it alone (`KUBEWARD_SIM_SEED=…`).
 //!
+//! Every fault a run draws (a failed request, a broken watch, an outage, a request's latency,
+//! an event's delivery delay) is numbered in the order drawn, and a run can keep only some
+//! (`KUBEWARD_SIM_KEEP=12,40`, [`Simulation::keep_faults`]): the others are still drawn, so
+//! the rest of the run replays, but do nothing. [`Simulation::shrink`] uses that to shrink a
+//! failure to the fewest faults that still fail it alike, and prints them as a timeline;
+//! [`Simulation::check`] shrinks the failure it reports (at most 200 runs, deterministic:
+//! runs are counted, not timed).
+//!
 //! Same seed, same run: the log of requests, deliveries and notes is byte-identical, as long as
 //! the code under test takes time, randomness and spawning from tokio and the [`World`] (no
 //! OS thread, no `std::time`, no unseeded generator, no unbiased `select!` on a path the run
@@ -43,15 +51,18 @@
 //!     });
 //! ```
 //!
-//! Not done yet: shrinking a failing seed to a minimal timeline, pauses of a leader past its
-//! Lease, crashes and restarts with an empty cache, unreachable windows, compactions.
+//! Not done yet: pauses of a leader past its Lease, crashes and restarts with an empty cache,
+//! compactions.
 
 mod faults;
 mod network;
 mod oracle;
+mod schedule;
+mod shrink;
 mod starting_seed;
 mod world;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::ops::Range;
@@ -71,6 +82,14 @@ pub const SEED_VAR: &str = "KUBEWARD_SIM_SEED";
 /// longer run: `KUBEWARD_SIM_SEEDS=2000 cargo test …`.
 pub const SEEDS_VAR: &str = "KUBEWARD_SIM_SEEDS";
 
+/// The environment variable that keeps only the faults it numbers, as a shrunk failure's rerun
+/// line says: `KUBEWARD_SIM_SEED=3 KUBEWARD_SIM_KEEP=12,40 cargo test …` (`none` for no fault).
+pub const KEEP_VAR: &str = "KUBEWARD_SIM_KEEP";
+
+/// The environment variable that sets how many runs [`Simulation::check`] may spend shrinking
+/// a failure (`0`: none); see [`Simulation::shrink_runs`].
+pub const SHRINK_VAR: &str = "KUBEWARD_SIM_SHRINK";
+
 /// Runs a test body once per seed on a paused clock against a faulty fake API server.
 #[derive(Clone, Debug)]
 #[must_use]
@@ -78,6 +97,8 @@ pub struct Simulation {
     faults: Faults,
     seeds: Range<u64>,
     time_limit: Duration,
+    keep: Option<BTreeSet<u64>>,
+    shrink_runs: u32,
 }
 
 /// A run that passed.
@@ -95,6 +116,20 @@ pub struct Failed {
     seed: u64,
     reasons: Vec<String>,
     log: String,
+    /// Boxed: a `Result<Run, Failed>` stays small.
+    record: Box<FaultRecord>,
+}
+
+/// The faults of a failed run.
+#[derive(Clone, Debug)]
+struct FaultRecord {
+    timeline: String,
+    /// The faults kept, when the run did not keep them all.
+    keep: Option<BTreeSet<u64>>,
+    /// The faults that took effect: their numbers and what they did.
+    faults: Vec<(u64, schedule::Kind)>,
+    /// How it was shrunk, when it was.
+    shrunk: Option<shrink::Shrunk>,
 }
 
 impl Default for Simulation {
@@ -104,12 +139,15 @@ impl Default for Simulation {
 }
 
 impl Simulation {
-    /// Seeds `0..50` with the default [`Faults`] and an hour of virtual time per run.
+    /// Seeds `0..50` with the default [`Faults`], an hour of virtual time per run, every fault
+    /// kept, and up to 200 runs to shrink a failure.
     pub fn new() -> Self {
         Self {
             faults: Faults::default(),
             seeds: 0..50,
             time_limit: Duration::from_secs(3600),
+            keep: None,
+            shrink_runs: 200,
         }
     }
 
@@ -130,6 +168,23 @@ impl Simulation {
     /// never returns fails at this, never hangs.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
+        self
+    }
+
+    /// Keeps only the faults numbered in `numbers` (see [`World::timeline`]): every other fault
+    /// the seed draws is drawn, so the rest of the run replays, but has no effect. A shrunk
+    /// failure's rerun line sets this through [`KEEP_VAR`], which [`check`](Self::check) and
+    /// [`find`](Self::find) read.
+    pub fn keep_faults(mut self, numbers: impl IntoIterator<Item = u64>) -> Self {
+        self.keep = Some(numbers.into_iter().collect());
+        self
+    }
+
+    /// How many runs [`shrink`](Self::shrink) may take (default 200; [`SHRINK_VAR`], when set,
+    /// says instead); it stops there with the smallest failure found so far. Runs
+    /// count, not wall time, so that a failure shrinks alike on every machine.
+    pub fn shrink_runs(mut self, runs: u32) -> Self {
+        self.shrink_runs = runs;
         self
     }
 
@@ -173,7 +228,8 @@ impl Simulation {
             .expect("a current-thread runtime builds");
         let limit = self.time_limit;
         starting_seed::starts(seed);
-        let world = runtime.block_on(async { World::new(seed, self.faults.clone()) });
+        let world =
+            runtime.block_on(async { World::new(seed, self.faults.clone(), self.keep.clone()) });
         let body_world = world.clone();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             runtime.block_on(
@@ -195,37 +251,96 @@ impl Simulation {
         if reasons.is_empty() {
             Ok(Run { seed, log, elapsed })
         } else {
-            Err(Failed { seed, reasons, log })
+            Err(Failed {
+                seed,
+                reasons,
+                log,
+                record: Box::new(FaultRecord {
+                    timeline: world.timeline(),
+                    keep: self.keep.clone(),
+                    faults: world.faults_taken(),
+                    shrunk: None,
+                }),
+            })
         }
     }
 
     /// Runs `body` for each seed and returns the runs.
     ///
     /// # Panics
-    /// At the first failing seed, with its reasons, the end of its log and the line that
-    /// reruns it alone.
+    /// At the first failing seed, shrunk (see [`shrink`](Self::shrink); at most
+    /// [`SHRINK_VAR`] runs, 200 by default), with its reasons, its timeline, the end of its
+    /// log and the line that reruns it alone. When [`KEEP_VAR`] or [`SHRINK_VAR`] is not a
+    /// list of numbers or a number, naming it.
     pub fn check<F, Fut>(&self, body: F) -> Vec<Run>
     where
         F: Fn(World) -> Fut,
         Fut: Future<Output = ()>,
     {
-        self.seed_list()
+        let simulation = self.with_env();
+        simulation
+            .seed_list()
             .map(|seed| {
-                self.run(seed, &body)
-                    .unwrap_or_else(|failed| panic!("{}", failed.report()))
+                simulation.run(seed, &body).unwrap_or_else(|failed| {
+                    let shrunk = simulation.shrink(&failed, &body);
+                    panic!("{}", shrunk.report())
+                })
             })
             .collect()
     }
 
     /// Runs `body` seed after seed until one fails, and returns that failure: for a test that
     /// a planted bug is found.
+    ///
+    /// # Panics
+    /// When [`KEEP_VAR`] is not a list of numbers, naming it.
     pub fn find<F, Fut>(&self, body: F) -> Option<Failed>
     where
         F: Fn(World) -> Fut,
         Fut: Future<Output = ()>,
     {
-        self.seed_list()
-            .find_map(|seed| self.run(seed, &body).err())
+        let simulation = self.with_env();
+        simulation
+            .seed_list()
+            .find_map(|seed| simulation.run(seed, &body).err())
+    }
+
+    /// Shrinks a failure of `body` to the fewest faults that still fail it by the same oracle,
+    /// within [`shrink_runs`](Self::shrink_runs) runs: the failure's seed is run again with
+    /// faults left out (see [`keep_faults`](Self::keep_faults)), first all of them, then halves,
+    /// quarters and so on down to single faults, keeping each removal after which the run
+    /// still fails alike, until no single fault can go. "Alike": the failure's first reason,
+    /// its names and numbers left out, is among the reasons of the smaller run.
+    ///
+    /// The [`Failed`] it returns reports its timeline ([`Failed::timeline`]) and reruns with
+    /// [`KEEP_VAR`].
+    ///
+    /// # Panics
+    /// When [`SHRINK_VAR`] is not a number, naming it.
+    pub fn shrink<F, Fut>(&self, failed: &Failed, body: F) -> Failed
+    where
+        F: Fn(World) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        shrink::shrink(&self.with_env(), failed, body)
+    }
+
+    /// This simulation with [`KEEP_VAR`] and [`SHRINK_VAR`] applied, when set.
+    fn with_env(&self) -> Self {
+        let mut simulation = self.clone();
+        if let Ok(text) = std::env::var(KEEP_VAR) {
+            simulation.keep = Some(shrink::parse_keep(&text).unwrap_or_else(|| {
+                panic!(
+                    "{KEEP_VAR}={text:?} is not a list of faults: give numbers such as 12,40, or none"
+                )
+            }));
+        }
+        if let Ok(text) = std::env::var(SHRINK_VAR) {
+            simulation.shrink_runs = text.trim().parse().unwrap_or_else(|_| {
+                panic!("{SHRINK_VAR}={text:?} is not a number of runs: give one such as 200")
+            });
+        }
+        simulation
     }
 }
 
@@ -276,7 +391,31 @@ impl Failed {
         &self.log
     }
 
-    /// The command that reruns this seed alone, for the test running now.
+    /// The run's timeline: the faults that took effect and the notes (see
+    /// [`World::timeline`]).
+    #[must_use]
+    pub fn timeline(&self) -> &str {
+        &self.record.timeline
+    }
+
+    /// The numbers of the faults that took effect, in the order they were drawn.
+    #[must_use]
+    pub fn faults(&self) -> Vec<u64> {
+        self.record
+            .faults
+            .iter()
+            .map(|(number, _)| *number)
+            .collect()
+    }
+
+    /// How many steps its timeline takes: the faults that took effect.
+    #[must_use]
+    pub fn steps(&self) -> usize {
+        self.record.faults.len()
+    }
+
+    /// The command that reruns this seed alone, with only the faults it kept when it did not
+    /// keep them all, for the test running now.
     #[must_use]
     pub fn rerun(&self) -> String {
         let package = std::env::var("CARGO_PKG_NAME")
@@ -288,16 +427,28 @@ impl Failed {
             .filter(|name| *name != "main")
             .map(|name| format!(" -- {name} --exact"))
             .unwrap_or_default();
-        format!("{SEED_VAR}={} cargo test{package}{test}", self.seed)
+        let keep = self
+            .record
+            .keep
+            .as_ref()
+            .map(|_| format!(" {KEEP_VAR}={}", shrink::keep_list(&self.faults())))
+            .unwrap_or_default();
+        format!("{SEED_VAR}={}{keep} cargo test{package}{test}", self.seed)
     }
 
-    /// The reasons, the last 40 lines of the log and the rerun line.
+    /// The reasons; then, when shrunk, how far, its timeline and the writes of its log, else
+    /// the last 40 lines of its log; and the rerun line.
     #[must_use]
     pub fn report(&self) -> String {
-        let lines: Vec<&str> = self.log.lines().collect();
-        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        let middle = if let Some(shrunk) = &self.record.shrunk {
+            shrunk.describe(self)
+        } else {
+            let lines: Vec<&str> = self.log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            format!("the end of its log:\n{tail}\n")
+        };
         format!(
-            "simulation seed {} failed: {}\nthe end of its log:\n{tail}\nrerun it: {}",
+            "simulation seed {} failed: {}\n{middle}rerun it: {}",
             self.seed,
             self.reasons.join("; "),
             self.rerun()

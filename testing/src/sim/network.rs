@@ -51,10 +51,19 @@ struct Delivery {
     label: String,
     max_delay: Duration,
     /// An event waiting out its delay.
-    held: Option<(Bytes, Pin<Box<Sleep>>)>,
-    /// When and how the watch breaks.
-    end: Option<(Pin<Box<Sleep>>, End)>,
+    held: Option<Held>,
+    /// When and how the watch breaks, and the break's fault number.
+    end: Option<(Pin<Box<Sleep>>, End, u64)>,
     ended: bool,
+}
+
+/// A watch event waiting out its delay.
+#[derive(Debug)]
+struct Held {
+    chunk: Bytes,
+    sleep: Pin<Box<Sleep>>,
+    /// The delay and its fault number, when it is one.
+    late: Option<(Duration, u64)>,
 }
 
 impl Service<Request<kube::client::Body>> for Network {
@@ -84,36 +93,58 @@ impl Network {
                 .map_or("/", |path| path.as_str())
         );
         let (id, plan) = self.shared.plan(kind);
-        tokio::time::sleep(plan.latency).await;
         let label = format!("{} #{id} {what}", self.client);
-        match plan.failure {
-            Some(Injected::Reset) => {
-                self.shared.log(format_args!("{label} -> connection reset"));
-                return Err("connection reset by the simulation".into());
+        let (latency, slow) = plan.latency;
+        if let Some(number) = slow {
+            self.shared.mark(format_args!(
+                "fault {number}: {label} waits {} ms",
+                latency.as_millis()
+            ));
+        }
+        tokio::time::sleep(latency).await;
+        let Some((injected, number)) = plan.failure else {
+            return Ok(self.pass(request, label, plan.watch).await);
+        };
+        let log = |line: std::fmt::Arguments<'_>| match number {
+            Some(number) => self.shared.fault(number, line),
+            None => self.shared.log(line),
+        };
+        match injected {
+            Injected::Reset => {
+                log(format_args!("{label} -> connection reset"));
+                Err("connection reset by the simulation".into())
             }
-            Some(Injected::Timeout) if kind == Kind::Write => {
+            Injected::Timeout if kind == Kind::Write => {
                 // The write happens; its answer is lost.
                 let answer = self.answer(request).await;
                 let (status, object) = summary(&answer);
-                self.shared.log(format_args!(
+                log(format_args!(
                     "{label} -> {status} {object} lost, 504 instead"
                 ));
-                return Ok(failed(Injected::Timeout));
+                Ok(failed(Injected::Timeout))
             }
-            Some(injected) => {
+            injected => {
                 let response = failed(injected);
-                self.shared
-                    .log(format_args!("{label} -> {} injected", response.status()));
-                return Ok(response);
+                log(format_args!("{label} -> {} injected", response.status()));
+                Ok(response)
             }
-            None => {}
         }
+    }
+
+    /// Hands a request no failure stopped to the fake, and its answer back with the watch's
+    /// delivery plan.
+    async fn pass(
+        &self,
+        request: Request<kube::client::Body>,
+        label: String,
+        watch: Option<WatchPlan>,
+    ) -> Response<Body> {
         let answer = self.answer(request).await;
         let (status, object) = summary(&answer);
         let line = format!("{label} -> {status} {object}");
         self.shared.log(format_args!("{}", line.trim_end()));
-        let watch = plan.watch.filter(|_| status.is_success());
-        Ok(match watch {
+        let watch = watch.filter(|_| status.is_success());
+        match watch {
             Some(plan) => {
                 let watch_id = self.shared.next_watch();
                 let (parts, body) = answer.into_parts();
@@ -134,7 +165,7 @@ impl Network {
                 inner: Some(body),
                 delivery: None,
             }),
-        })
+        }
     }
 
     async fn answer(&self, request: Request<kube::client::Body>) -> Response<ResponseBody> {
@@ -234,7 +265,7 @@ impl Delivery {
         let outage = NextOutage(Box::pin(shared.next_outage()));
         let end = plan
             .end
-            .map(|(after, how)| (Box::pin(tokio::time::sleep(after)), how));
+            .map(|(after, how, number)| (Box::pin(tokio::time::sleep(after)), how, number));
         Self {
             shared,
             outage,
@@ -246,8 +277,9 @@ impl Delivery {
         }
     }
 
-    /// Logs each event of a chunk as its client receives it.
-    fn delivered(&self, chunk: &Bytes) {
+    /// Logs each event of a chunk as its client receives it; a late one goes on the timeline
+    /// too, with its fault number.
+    fn delivered(&self, chunk: &Bytes, late: Option<(Duration, u64)>) {
         for line in chunk.split(|byte| *byte == b'\n') {
             let Ok(event) = serde_json::from_slice::<Value>(line) else {
                 continue;
@@ -256,6 +288,13 @@ impl Delivery {
             let object = describe(&event["object"]);
             self.shared
                 .log(format_args!("{} {kind} {object}", self.label));
+            if let Some((delay, number)) = late {
+                self.shared.mark(format_args!(
+                    "fault {number}: {} {kind} {object}, {} ms late",
+                    self.label,
+                    delay.as_millis()
+                ));
+            }
         }
     }
 
@@ -271,12 +310,12 @@ impl Delivery {
                 .log(format_args!("{} broken: outage", self.label));
             return Poll::Ready(None);
         }
-        if let Some((sleep, how)) = &mut self.end
+        if let Some((sleep, how, number)) = &mut self.end
             && sleep.as_mut().poll(cx).is_ready()
         {
             self.ended = true;
             self.shared
-                .log(format_args!("{} broken: {how:?}", self.label));
+                .fault(*number, format_args!("{} broken: {how:?}", self.label));
             return Poll::Ready(match how {
                 End::Dropped => None,
                 End::Expired => {
@@ -293,17 +332,22 @@ impl Delivery {
             let Ok(chunk) = data else {
                 return Poll::Ready(None);
             };
-            let delay = self.shared.draw(self.max_delay);
-            self.held = Some((chunk, Box::pin(tokio::time::sleep(delay))));
+            let (delay, number) = self.shared.delay(self.max_delay);
+            let late = number.map(|number| (delay, number));
+            self.held = Some(Held {
+                chunk,
+                sleep: Box::pin(tokio::time::sleep(delay)),
+                late,
+            });
         }
-        if let Some((_, sleep)) = &mut self.held {
-            ready!(sleep.as_mut().poll(cx));
+        if let Some(held) = &mut self.held {
+            ready!(held.sleep.as_mut().poll(cx));
         }
-        let chunk = self.held.take().map(|(chunk, _)| chunk);
-        if let Some(chunk) = &chunk {
-            self.delivered(chunk);
-        }
-        Poll::Ready(chunk)
+        let Some(Held { chunk, late, .. }) = self.held.take() else {
+            return Poll::Ready(None);
+        };
+        self.delivered(&chunk, late);
+        Poll::Ready(Some(chunk))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Holds what one simulated run's test body works with: the fake, its clients, the seeded
 //! generator, the log and the oracles' findings.
 
+use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use tokio::time::{Duration, Instant};
 use super::faults::{self, Faults, Injected, Plan, Request};
 use super::network::Network;
 use super::oracle::Reconciles;
+use super::schedule::{Kind, Schedule};
 use crate::FakeApiServer;
 
 /// One run of a [`Simulation`](super::Simulation), handed to its test body; cheap to clone.
@@ -35,6 +37,10 @@ pub(crate) struct Shared {
     faulting: AtomicBool,
     rng: Mutex<Xoshiro256PlusPlus>,
     log: Mutex<String>,
+    /// The faults that took effect and the body's notes, each after its virtual time.
+    timeline: Mutex<String>,
+    /// Numbers the faults drawn and says which take effect.
+    pub(crate) schedule: Schedule,
     requests: AtomicU64,
     watches: AtomicU64,
     violations: Mutex<Vec<String>>,
@@ -46,8 +52,9 @@ pub(crate) struct Shared {
 }
 
 impl World {
-    /// A run from `seed` with a fresh deterministic fake; on the run's runtime.
-    pub(crate) fn new(seed: u64, faults: Faults) -> Self {
+    /// A run from `seed` with a fresh deterministic fake, keeping the faults numbered in `keep`
+    /// (all when `None`); on the run's runtime.
+    pub(crate) fn new(seed: u64, faults: Faults, keep: Option<BTreeSet<u64>>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 seed,
@@ -57,6 +64,8 @@ impl World {
                 faulting: AtomicBool::new(true),
                 rng: Mutex::new(Xoshiro256PlusPlus::seed_from_u64(seed)),
                 log: Mutex::new(String::new()),
+                timeline: Mutex::new(String::new()),
+                schedule: Schedule::new(keep),
                 requests: AtomicU64::new(0),
                 watches: AtomicU64::new(0),
                 violations: Mutex::new(Vec::new()),
@@ -111,16 +120,32 @@ impl World {
         self.shared.rng.lock().random_bool(p.clamp(0.0, 1.0))
     }
 
-    /// Adds a line to the run's log, after the virtual time.
+    /// Adds a line to the run's log and to its timeline of faults, after the virtual time.
     pub fn note(&self, line: impl fmt::Display) {
         self.shared.log(format_args!("{line}"));
+        self.shared.mark(format_args!("{line}"));
     }
 
     /// The run's log so far: one line per request, watch event delivered, broken watch and
-    /// note, each after its virtual time in milliseconds.
+    /// note, each after its virtual time in milliseconds; a line a fault made begins with its
+    /// number (`fault 12: …`).
     #[must_use]
     pub fn log(&self) -> String {
         self.shared.log.lock().clone()
+    }
+
+    /// The run's timeline so far: each fault that took effect (with its number, as
+    /// [`Simulation::keep_faults`](super::Simulation::keep_faults) takes it) and each note,
+    /// after its virtual time in milliseconds. Latency and delivery delays, which the log does
+    /// not show, are here too.
+    #[must_use]
+    pub fn timeline(&self) -> String {
+        self.shared.timeline.lock().clone()
+    }
+
+    /// The numbers of the faults that took effect so far, in the order they were drawn.
+    pub(crate) fn faults_taken(&self) -> Vec<(u64, Kind)> {
+        self.shared.schedule.taken()
     }
 
     /// Ends failed requests and broken watches for the rest of the run (latency and delivery
@@ -202,13 +227,16 @@ impl Shared {
         let faulting = self.faulting.load(Ordering::SeqCst);
         if faulting && self.in_outage() {
             let refused = Plan {
-                latency: Duration::ZERO,
-                failure: Some(Injected::Reset),
+                latency: (Duration::ZERO, None),
+                // The outage's doing, not a fault of its own.
+                failure: Some((Injected::Reset, None)),
                 watch: None,
             };
             return (id, refused);
         }
-        let plan = self.faults.plan(&mut self.rng.lock(), request, faulting);
+        let plan = self
+            .faults
+            .plan(&mut self.rng.lock(), &self.schedule, request, faulting);
         (id, plan)
     }
 
@@ -220,12 +248,16 @@ impl Shared {
         if ends.is_some_and(|end| now < end) {
             return true;
         }
-        let Some(length) = self.faults.outage(&mut self.rng.lock()) else {
+        let Some((length, number)) = self.faults.outage(&mut self.rng.lock(), &self.schedule)
+        else {
             return false;
         };
         *ends = Some(now + length);
         drop(ends);
-        self.log(format_args!("outage begins, for {} ms", length.as_millis()));
+        self.fault(
+            number,
+            format_args!("outage begins, for {} ms", length.as_millis()),
+        );
         self.outages.notify_waiters();
         true
     }
@@ -239,9 +271,24 @@ impl Shared {
         self.watches.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// A uniform delay from zero to `max`.
-    pub(crate) fn draw(&self, max: Duration) -> Duration {
-        faults::draw(&mut self.rng.lock(), max)
+    /// A uniform delay from zero to `max` and its fault number; zero when the schedule
+    /// suppresses it.
+    pub(crate) fn delay(&self, max: Duration) -> (Duration, Option<u64>) {
+        faults::delay(&mut self.rng.lock(), &self.schedule, Kind::Delay, max)
+    }
+
+    /// Logs a line that fault `number` made, and adds it to the timeline.
+    pub(crate) fn fault(&self, number: u64, line: fmt::Arguments<'_>) {
+        self.log(format_args!("fault {number}: {line}"));
+        self.mark(format_args!("fault {number}: {line}"));
+    }
+
+    /// Adds a line to the timeline alone, after the virtual time in milliseconds.
+    pub(crate) fn mark(&self, line: fmt::Arguments<'_>) {
+        let millis = self.start.elapsed().as_millis();
+        let mut timeline = self.timeline.lock();
+        // Writing to a String cannot fail.
+        let _ = writeln!(timeline, "{millis:>9} {line}");
     }
 
     /// Appends a line to the log, after the virtual time in milliseconds.

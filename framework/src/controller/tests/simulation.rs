@@ -357,10 +357,9 @@ fn a_copier_run_is_replayed_byte_for_byte_from_its_seed() {
 
 #[test]
 fn a_counter_bumped_at_every_reconcile_is_found() {
-    let failed = Simulation::new()
-        .seeds(0..10)
-        .find(|world| copying(world, Copier::Counter))
+    let failed = shrunk(Copier::Counter, 0..10)
         .expect("the quiet pass finds the non-idempotent counter within 10 seeds");
+    assert_eq!(failed.steps(), 0, "it needs no fault");
     eprintln!("{}", failed.report());
     assert!(
         failed.reasons().iter().any(|r| r.contains("quiet pass")),
@@ -371,10 +370,9 @@ fn a_counter_bumped_at_every_reconcile_is_found() {
 // ANCHOR: planted
 #[test]
 fn a_create_with_generate_name_from_a_stale_cache_is_found() {
-    let failed = Simulation::new()
-        .seeds(0..50)
-        .find(|world| copying(world, Copier::GenerateName))
-        .expect("late watches duplicate a copy within 50 seeds");
+    let failed =
+        shrunk(Copier::GenerateName, 0..50).expect("late watches duplicate a copy within 50 seeds");
+    assert!(failed.steps() <= 20, "{} steps", failed.steps());
     eprintln!("{}", failed.report());
     assert!(
         failed.reasons().iter().any(|r| r.contains("copies")),
@@ -385,10 +383,9 @@ fn a_create_with_generate_name_from_a_stale_cache_is_found() {
 
 #[test]
 fn an_error_swallowed_so_nothing_retries_is_found() {
-    let failed = Simulation::new()
-        .seeds(0..20)
-        .find(|world| copying(world, Copier::Swallow))
+    let failed = shrunk(Copier::Swallow, 0..20)
         .expect("a failed write that is never retried leaves a stale copy within 20 seeds");
+    assert!(failed.steps() <= 20, "{} steps", failed.steps());
     eprintln!("{}", failed.report());
     assert!(
         failed.reasons().iter().any(|r| r.contains("fixed point")),
@@ -398,16 +395,24 @@ fn an_error_swallowed_so_nothing_retries_is_found() {
 
 #[test]
 fn a_status_written_from_a_stale_cached_copy_is_found() {
-    let failed = Simulation::new()
-        .seeds(0..20)
-        .find(|world| copying(world, Copier::StaleStatus))
+    let failed = shrunk(Copier::StaleStatus, 0..20)
         .expect("a stale cached copy written back undoes newer data within 20 seeds");
+    assert_eq!(failed.steps(), 0, "it needs no fault");
     eprintln!("{}", failed.report());
     assert!(
         failed.reasons().iter().any(|r| r.contains("stale data")),
         "{failed}"
     );
 }
+
+// ANCHOR: shrunk
+/// The first failure of a planted bug among `seeds`, shrunk to its fewest faults.
+fn shrunk(how: Copier, seeds: std::ops::Range<u64>) -> Option<crate::testing::sim::Failed> {
+    let simulation = Simulation::new().seeds(seeds);
+    let failed = simulation.find(|world| copying(world, how))?;
+    Some(simulation.shrink(&failed, |world| copying(world, how)))
+}
+// ANCHOR_END: shrunk
 
 /// Prints, for each planted bug, how many of seeds `0..KUBEWARD_SIM_TALLY` fail and the first
 /// that does: the numbers in the book's bug table.
