@@ -216,11 +216,25 @@ fn a_correct_cleanup_leaves_no_orphan_and_finishes_on_every_seed() {
 
 #[test]
 fn a_finalizer_removed_before_the_cleanup_finished_is_found() {
+    let failed = Simulation::new()
+        .seeds(0..50)
+        .find(|world| cleaning(world, Cleaner::Detached))
+        .expect("a detached delete that fails leaves an orphaned copy within 50 seeds");
+    assert!(
+        failed.reasons().iter().any(|r| r.contains("orphan")),
+        "{failed}"
+    );
+}
+
+/// Its race needs the timing of many deliveries: it shrinks to 31 faults, not 20 (the book's
+/// table), and takes its whole budget of 200 runs (half a minute) to get there, so it is not
+/// run by default.
+#[test]
+#[ignore = "half a minute: cargo test -p kubeward --all-features --lib -- simulation_cleanup::a_finalizer_removed --ignored"]
+fn a_finalizer_removed_before_the_cleanup_finished_shrinks_to_at_most_40_faults() {
     let failed = shrunk(Cleaner::Detached, 0..50)
         .expect("a detached delete that fails leaves an orphaned copy within 50 seeds");
     eprintln!("{}", failed.report());
-    // Its race needs the timing of many deliveries: it shrinks to 31 faults, not 20 (the book's
-    // table).
     assert!(failed.steps() <= 40, "{} steps", failed.steps());
     assert!(
         failed.reasons().iter().any(|r| r.contains("orphan")),
