@@ -361,13 +361,15 @@ impl Factory {
         }
     }
 
-    /// The informers whose caches are behind the server now: not listed completely yet, or
-    /// answered 404 (the kind is not served); every one of them while the server is unreachable.
+    /// The informers whose caches are behind the server now: answered 404 (the kind is not
+    /// served), or every one of them while the server is unreachable. One still on its first
+    /// list is not: no controller works from it before it syncs, and at a replica's start
+    /// leading before the first lists end is the common case, not news.
     fn behind(&self) -> Vec<String> {
         let unreachable = self.config.connectivity.is_unreachable();
         self.observe()
             .into_iter()
-            .filter(|o| unreachable || o.stats.last_sync_time().is_none() || o.stats.not_served())
+            .filter(|o| unreachable || o.stats.not_served())
             .map(|o| o.resource)
             .collect()
     }
