@@ -230,32 +230,38 @@ impl<K: Resource> Context<K> {
     /// Waits until `store`, the cache of `resource` (`plural` or `plural.group`), has brought
     /// in the controller's writes of the object `key` (with read-your-writes on; for at most
     /// its timeout).
+    /// Says whether it waited.
     pub(crate) async fn fence_object<C: Resource>(
         &self,
         store: &Store<C>,
         resource: &str,
         key: &ObjectKey,
-    ) {
+    ) -> bool {
         let Some((fences, _)) = &self.inner.fences else {
-            return;
+            return false;
         };
         let wanted = fences.of_object(resource, key);
-        self.fence(store, resource, wanted).await;
+        self.fence(store, resource, wanted).await
     }
 
     /// Before a reconcile of `key`: waits until the cache holds the controller's own writes of
     /// the object and, while it is still there, has seen the creates and deletes its last
     /// reconcile made (with read-your-writes on; for at most its timeout).
+    /// A reconcile that waited is counted in `kubeward_controller_stale_sync_skips_total`.
     pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
-        self.fence_object(self.store(), self.own_resource(), key)
-            .await;
-        let Some(expectations) = self.expectations() else {
-            return;
+        let fenced = (self.fence_object(self.store(), self.own_resource(), key)).await;
+        let settled = match self.expectations() {
+            Some(expectations) if self.store().get(key).is_some() => {
+                expectations.settle(self.factory(), key).await
+            }
+            Some(expectations) => {
+                expectations.forget(key);
+                false
+            }
+            None => false,
         };
-        if self.store().get(key).is_some() {
-            expectations.settle(self.factory(), key).await;
-        } else {
-            expectations.forget(key);
+        if fenced || settled {
+            self.reads().held_back();
         }
     }
 
@@ -284,19 +290,29 @@ impl<K: Resource> Context<K> {
         &self.inner.own_resource
     }
 
-    async fn fence<C: Resource>(&self, store: &Store<C>, resource: &str, wanted: Vec<Fence>) {
+    /// Says whether it waited.
+    async fn fence<C: Resource>(
+        &self,
+        store: &Store<C>,
+        resource: &str,
+        wanted: Vec<Fence>,
+    ) -> bool {
         let Some((fences, timeout)) = &self.inner.fences else {
-            return;
+            return false;
         };
         if wanted.is_empty() {
-            return;
+            return false;
         }
         let started = tokio::time::Instant::now();
         match store.wait_for(&wanted, *timeout).await {
-            Waited::No => fences.passed(resource, &wanted),
+            Waited::No => {
+                fences.passed(resource, &wanted);
+                false
+            }
             Waited::CaughtUp => {
                 fences.passed(resource, &wanted);
                 self.reads().waited(resource, started.elapsed(), false);
+                true
             }
             Waited::TimedOut => {
                 tracing::debug!(
@@ -306,6 +322,7 @@ impl<K: Resource> Context<K> {
                     "the cache did not bring in our own write in time; reading it as it is"
                 );
                 self.reads().waited(resource, started.elapsed(), true);
+                true
             }
         }
     }

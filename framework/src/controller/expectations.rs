@@ -145,14 +145,14 @@ impl Expectations {
     }
 
     /// Waits until `factory`'s caches have seen every create and delete expected of `owner`,
-    /// or its deadline passed, and forgets them. A write of a kind no informer caches is not
-    /// waited for.
+    /// or its deadline passed, and forgets them; says whether it had to wait. A write of a kind
+    /// no informer caches is not waited for.
     ///
     /// # Cancel safety
     /// Cancel safe: the expectations are forgotten either way, as after a timeout (uncounted).
-    pub(crate) async fn settle(&self, factory: &Factory, owner: &ObjectKey) {
+    pub(crate) async fn settle(&self, factory: &Factory, owner: &ObjectKey) -> bool {
         let Some(pending) = self.take(owner) else {
-            return;
+            return false;
         };
         let mut by_cache: HashMap<(String, Option<String>), Vec<Fence>> = HashMap::new();
         for expected in pending.expected {
@@ -160,13 +160,14 @@ impl Expectations {
             let fences = by_cache.entry((expected.resource, namespace)).or_default();
             fences.push(expected.seen);
         }
-        let mut unseen = 0;
+        let (mut unseen, mut waited_any) = (0, false);
         for ((resource, namespace), fences) in by_cache {
             let count = fences.len() as u64;
             let left = pending.deadline.saturating_duration_since(Instant::now());
             let waited = factory
                 .wait_for(&resource, namespace.as_deref(), fences, left)
                 .await;
+            waited_any |= matches!(waited, Some(Waited::CaughtUp | Waited::TimedOut));
             if waited == Some(Waited::TimedOut) {
                 tracing::debug!(
                     resource,
@@ -177,6 +178,7 @@ impl Expectations {
             }
         }
         self.metrics.timeouts.inc_by(unseen);
+        waited_any
     }
 
     /// Forgets what is expected of `owner` (it is gone: nothing will reconcile it again).

@@ -73,7 +73,7 @@ impl InformerCollector {
             )
             .expect("invariant: the informer families have valid names and labels"),
             streamed_lists: counter("kubeward_informer_streamed_lists_total"),
-            newest: GaugeVec::new(opts("kubeward_informer_newest_resource_version"), labels)
+            newest: GaugeVec::new(opts("kubeward_informer_store_resource_version"), labels)
                 .expect("invariant: the informer families have valid names and labels"),
             not_served: IntGaugeVec::new(opts("kubeward_informer_not_served"), labels)
                 .expect("invariant: the informer families have valid names and labels"),

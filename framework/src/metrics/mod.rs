@@ -100,6 +100,7 @@ pub struct Metrics {
     pub(crate) run_reconciles: IntGaugeVec,
     pub(crate) cache_wait: HistogramVec,
     pub(crate) cache_wait_timeouts: IntCounterVec,
+    pub(crate) stale_sync_skips: IntCounterVec,
     pub(crate) expectations_pending: IntGaugeVec,
     pub(crate) expectations_timeouts: IntCounterVec,
     pub(crate) reconcile_timeouts: IntCounterVec,
@@ -158,6 +159,7 @@ impl Metrics {
             run_reconciles: gauge("kubeward_controller_run_reconciles")?,
             cache_wait: histogram("kubeward_cache_wait_seconds", &CACHE_WAIT_BUCKETS)?,
             cache_wait_timeouts: counter("kubeward_cache_wait_timeouts_total")?,
+            stale_sync_skips: counter("kubeward_controller_stale_sync_skips_total")?,
             expectations_pending: gauge("kubeward_expectations_pending")?,
             expectations_timeouts: counter("kubeward_expectations_timeouts_total")?,
             reconcile_timeouts: counter("controller_runtime_reconcile_timeouts_total")?,
@@ -205,6 +207,7 @@ impl Metrics {
         registry.register(Box::new(metrics.run_reconciles.clone()))?;
         registry.register(Box::new(metrics.cache_wait.clone()))?;
         registry.register(Box::new(metrics.cache_wait_timeouts.clone()))?;
+        registry.register(Box::new(metrics.stale_sync_skips.clone()))?;
         registry.register(Box::new(metrics.expectations_pending.clone()))?;
         registry.register(Box::new(metrics.expectations_timeouts.clone()))?;
         registry.register(Box::new(metrics.reconcile_timeouts.clone()))?;
@@ -513,7 +516,7 @@ mod tests {
             r#"kubeward_informer_relists_total{resource="/api/v1/configmaps"} 0"#,
             r#"kubeward_informer_store_objects{resource="/api/v1/configmaps"} 1"#,
             r#"kubeward_informer_decode_failures_total{resource="/api/v1/configmaps"} 0"#,
-            r#"kubeward_informer_newest_resource_version{resource="/api/v1/configmaps"} 42"#,
+            r#"kubeward_informer_store_resource_version{resource="/api/v1/configmaps"} 42"#,
             r#"kubeward_informer_not_served{resource="/api/v1/configmaps"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");

@@ -1,9 +1,9 @@
 //! Counts a context's reads in `kubeward_reads_total`, by resource and by where they were served,
-//! and how long they waited for the controller's own writes.
+//! how long they waited for the controller's own writes, and the reconciles held back for them.
 
 use std::time::Duration;
 
-use prometheus::{HistogramVec, IntCounterVec};
+use prometheus::{HistogramVec, IntCounter, IntCounterVec};
 
 use super::Metrics;
 
@@ -25,13 +25,14 @@ impl ReadSource {
     }
 }
 
-/// One controller's series of `kubeward_reads_total`, `kubeward_cache_wait_seconds` and
-/// `kubeward_cache_wait_timeouts_total`.
+/// One controller's series of `kubeward_reads_total`, `kubeward_cache_wait_seconds`,
+/// `kubeward_cache_wait_timeouts_total` and `kubeward_controller_stale_sync_skips_total`.
 #[derive(Clone, Debug)]
 pub(crate) struct ReadMetrics {
     reads: IntCounterVec,
     wait: HistogramVec,
     timeouts: IntCounterVec,
+    held_back: IntCounter,
     controller: String,
 }
 
@@ -41,6 +42,7 @@ impl ReadMetrics {
             reads: metrics.reads.clone(),
             wait: metrics.cache_wait.clone(),
             timeouts: metrics.cache_wait_timeouts.clone(),
+            held_back: metrics.stale_sync_skips.with_label_values(&[controller]),
             controller: controller.to_owned(),
         }
     }
@@ -70,5 +72,11 @@ impl ReadMetrics {
         if timed_out {
             self.timeouts.with_label_values(&labels).inc();
         }
+    }
+
+    /// Counts a reconcile that waited, before it ran, for the cache to bring in the
+    /// controller's own writes (KEP-5647 calls it a stale sync skip).
+    pub(crate) fn held_back(&self) {
+        self.held_back.inc();
     }
 }

@@ -175,10 +175,10 @@ pub const REFERENCE: &[Family] = &[
         help: "Complete lists an informer received as streaming lists (counted in the relists too).",
     },
     Family {
-        name: "kubeward_informer_newest_resource_version",
+        name: "kubeward_informer_store_resource_version",
         kind: Kind::Gauge,
         labels: &["resource"],
-        help: "The newest resourceVersion an informer's store has applied, as a number (absent before the first, or when versions are not integers): how far its cache has come.",
+        help: "The newest resourceVersion an informer's store has applied, as a number (absent before the first, or when versions are not integers): how far its cache has come (KEP-5647's store_resource_version).",
     },
     Family {
         name: "kubeward_informer_not_served",
@@ -245,6 +245,12 @@ pub const REFERENCE: &[Family] = &[
         kind: Kind::Counter,
         labels: &["controller", "resource"],
         help: "Cached reads that stopped waiting for the controller's own writes at the timeout and read the cache as it was.",
+    },
+    Family {
+        name: "kubeward_controller_stale_sync_skips_total",
+        kind: Kind::Counter,
+        labels: &["controller"],
+        help: "Reconciles a controller held back because its cache had not yet brought in its own last writes of the object, or the creates and deletes its last reconcile of it made (KEP-5647's stale_sync_skips_total; kubeward waits for the cache rather than skipping).",
     },
     Family {
         name: "kubeward_expectations_pending",

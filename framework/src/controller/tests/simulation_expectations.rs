@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, ResourceExt as _};
 
-use super::simulation_fencing::duplicates_over;
+use super::simulation_fencing::copies_over;
 use crate::controller::{Action, Context, Reconciler};
 
 /// Creates a copy of each source with `generateName` when the cache's store (read directly,
@@ -53,13 +53,13 @@ impl Reconciler<ConfigMap> for StoreCopier {
 
 #[test]
 fn expectations_make_no_duplicate_generate_name_create_where_a_store_read_without_them_does() {
-    let without = duplicates_over(0..40, false, || StoreCopier);
+    let without = copies_over(0..40, false, || StoreCopier).duplicates;
     eprintln!("without expectations: {without} duplicates over seeds 0..40");
     assert!(
         without > 0,
         "late watches made no duplicate without expectations in 40 seeds: the test proves nothing"
     );
-    let with = duplicates_over(0..200, true, || StoreCopier);
+    let with = copies_over(0..200, true, || StoreCopier).duplicates;
     eprintln!("with expectations: {with} duplicates over seeds 0..200");
     assert_eq!(
         with, 0,

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::simulation::until_written;
 use crate::controller::{Action, Cluster, Context, Controller, Reconciler};
 use crate::informer::{CacheScope, Factory};
+use crate::metrics::Metrics;
 use crate::reconcile::Error;
 use crate::testing::sim::{Faults, Simulation, World};
 
@@ -71,18 +72,30 @@ impl Reconciler<ConfigMap> for GenerateName {
     }
 }
 
+/// What a copier's runs made.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Copies {
+    /// Copies beyond one per source.
+    pub(super) duplicates: u64,
+    /// Reconciles held back for the cache to bring in the controller's own writes, as
+    /// `kubeward_controller_stale_sync_skips_total` counted them.
+    pub(super) held_back: u64,
+}
+
 /// One run of `reconciler` (a copier: a copy of each source, made with `generateName`), with
-/// read-your-writes on or not, while sources change every few hundred milliseconds; returns how
-/// many copies beyond one per source it made.
-async fn duplicates<R: Reconciler<ConfigMap> + 'static>(
+/// read-your-writes on or not, while sources change every few hundred milliseconds.
+async fn copies<R: Reconciler<ConfigMap> + 'static>(
     world: World,
     reconciler: R,
     fenced: bool,
-) -> u64 {
+) -> Copies {
     world.fake().register::<ConfigMap>();
     let controller = Controller::new(reconciler).read_your_writes(fenced);
     let factory = Arc::new(Factory::new(world.client("operator")));
-    let bound = (controller.bind(&Cluster::new(Arc::clone(&factory)))).expect("a valid controller");
+    let registry = prometheus::Registry::new();
+    let metrics = Metrics::new(&registry).expect("a new registry takes every family");
+    let cluster = Cluster::new(Arc::clone(&factory)).metrics(metrics);
+    let bound = controller.bind(&cluster).expect("a valid controller");
     let shutdown = CancellationToken::new();
     let token = shutdown.clone();
     let running = tokio::spawn(async move { bound.run(token.cancelled_owned()).await });
@@ -143,39 +156,61 @@ async fn duplicates<R: Reconciler<ConfigMap> + 'static>(
         .iter()
         .filter(|cm| cm.labels().contains_key("copy-of"));
     let sources = stored.iter().filter(|cm| cm.labels().contains_key("role"));
-    (copies.count() as u64).saturating_sub(sources.count() as u64)
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a counter of reconciles holds a small whole number"
+    )]
+    let held_back = registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "kubeward_controller_stale_sync_skips_total")
+        .flat_map(|f| f.get_metric().iter())
+        .map(|m| m.get_counter().get_value() as u64)
+        .sum();
+    Copies {
+        duplicates: (copies.count() as u64).saturating_sub(sources.count() as u64),
+        held_back,
+    }
 }
 
-/// Duplicates of the copier `copier` makes, summed over `seeds`, with read-your-writes on or not.
-pub(super) fn duplicates_over<R: Reconciler<ConfigMap> + 'static>(
+/// What the copier `copier` makes, summed over `seeds`, with read-your-writes on or not.
+pub(super) fn copies_over<R: Reconciler<ConfigMap> + 'static>(
     seeds: std::ops::Range<u64>,
     fenced: bool,
     copier: fn() -> R,
-) -> u64 {
-    let total = Arc::new(AtomicU64::new(0));
+) -> Copies {
+    let (duplicates, held_back) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let simulation = Simulation::new().faults(late_watches()).seeds(seeds);
     simulation.check(|world| {
-        let total = Arc::clone(&total);
+        let (duplicates, held_back) = (Arc::clone(&duplicates), Arc::clone(&held_back));
         async move {
-            let made = duplicates(world, copier(), fenced).await;
-            total.fetch_add(made, Ordering::Relaxed);
+            let made = copies(world, copier(), fenced).await;
+            duplicates.fetch_add(made.duplicates, Ordering::Relaxed);
+            held_back.fetch_add(made.held_back, Ordering::Relaxed);
         }
     });
-    total.load(Ordering::Relaxed)
+    Copies {
+        duplicates: duplicates.load(Ordering::Relaxed),
+        held_back: held_back.load(Ordering::Relaxed),
+    }
 }
 
 #[test]
 fn fenced_reads_make_no_duplicate_generate_name_create_where_unfenced_reads_do() {
-    let unfenced = duplicates_over(0..20, false, || GenerateName);
-    eprintln!("unfenced: {unfenced} duplicates over seeds 0..20");
+    let unfenced = copies_over(0..20, false, || GenerateName);
+    eprintln!("unfenced over seeds 0..20: {unfenced:?}");
     assert!(
-        unfenced > 0,
+        unfenced.duplicates > 0,
         "late watches made no duplicate without fencing in 20 seeds: the test proves nothing"
     );
-    assert_eq!(
-        duplicates_over(0..20, true, || GenerateName),
-        0,
-        "fenced reads made duplicates"
+    assert_eq!(unfenced.held_back, 0, "unfenced reconciles were held back");
+    let fenced = copies_over(0..20, true, || GenerateName);
+    eprintln!("fenced over seeds 0..20: {fenced:?}");
+    assert_eq!(fenced.duplicates, 0, "fenced reads made duplicates");
+    assert!(
+        fenced.held_back > 0,
+        "no reconcile was counted as held back for the copier's own creates"
     );
 }
 
@@ -322,7 +357,7 @@ fn tally() {
         let seeds = n.min(200);
         eprintln!(
             "generateName copier, fenced {fenced}: {} duplicates over {seeds} seeds",
-            duplicates_over(0..seeds, fenced, || GenerateName)
+            copies_over(0..seeds, fenced, || GenerateName).duplicates
         );
     }
 }
