@@ -13,9 +13,9 @@ use tokio::time::Instant;
 use crate::fleet::Fleet;
 use crate::{generators, mb, namespace, quick};
 
-/// Generator counts: 3,000 and 30,000, or 200 and 600 with `KUBEWARD_BENCH_QUICK=1`.
+/// Generator counts: 3,000 and 30,000, or 100 and 300 with `KUBEWARD_BENCH_QUICK=1`.
 fn counts() -> [usize; 2] {
-    if quick() { [200, 600] } else { [3_000, 30_000] }
+    if quick() { [100, 300] } else { [3_000, 30_000] }
 }
 
 /// The quiet interval over which CPU time at rest is read.
