@@ -13,7 +13,8 @@
 //!
 //! `cargo bench -p kubeward --all-features --bench controller` prints the markdown tables;
 //! `-- CONCURRENCY PARKED` runs one row of each only and `-- keys` or `-- watch` one table only
-//! (to profile them), e.g. `-- keys 8 0`; `-- ours` leaves kube-runtime's side out.
+//! (to profile them), e.g. `-- keys 8 0`; `-- ours` leaves kube-runtime's side out; `-- fencing`
+//! runs only the table of read-your-writes' cost with nothing pending ([`fencing`]).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -21,6 +22,7 @@
     clippy::cast_precision_loss
 )]
 
+mod fencing;
 mod floor;
 mod keys;
 mod watch;
@@ -379,7 +381,10 @@ fn main() {
             fast()
         );
         println!();
-        let tables: Vec<String> = std::env::args().skip(1).filter(|a| a == "keys" || a == "watch").collect();
+        let tables: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| a == "keys" || a == "watch" || a == "fencing")
+            .collect();
         let wanted = |name: &str| tables.is_empty() || tables.iter().any(|t| t == name);
         if wanted("keys") {
             println!("### Keys sent on a stream to cached objects: the controller machinery alone");
@@ -396,6 +401,11 @@ fn main() {
             );
             println!();
             table(watch::kubeward, watch::kube_runtime, Some(Floor(floor.kept))).await;
+        }
+        if wanted("fencing") {
+            println!("### Read-your-writes with nothing pending");
+            println!();
+            fencing::table().await;
         }
     });
 }

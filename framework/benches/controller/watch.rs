@@ -8,7 +8,7 @@ use kubeward::testing::FakeApiServer;
 use super::{Load, Stop, TIMEOUT, fake_with, fast, seed, slots, start_ours, start_theirs};
 
 /// Parks `parked` reconciles, then times `FAST` fresh ones; `start` runs the controller.
-async fn measure(
+pub(super) async fn measure(
     parked: usize,
     start: impl FnOnce(&FakeApiServer, Arc<Load>) -> Stop,
 ) -> Option<super::Timed> {

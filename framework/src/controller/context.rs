@@ -251,6 +251,8 @@ impl<K: Resource> Context<K> {
     pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
         let fenced = (self.fence_object(self.store(), self.own_resource(), key)).await;
         let settled = match self.expectations() {
+            None => false,
+            Some(expectations) if expectations.is_empty() => false,
             Some(expectations) if self.store().get(key).is_some() => {
                 expectations.settle(self.factory(), key).await
             }
@@ -258,7 +260,6 @@ impl<K: Resource> Context<K> {
                 expectations.forget(key);
                 false
             }
-            None => false,
         };
         if fenced || settled {
             self.reads().held_back();

@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kube::api::ObjectMeta;
@@ -46,6 +47,9 @@ pub(crate) struct Expectations {
     own_resource: String,
     timeout: Duration,
     pending: Mutex<HashMap<ObjectKey, Pending>>,
+    /// How many owners `pending` holds, read without its lock: a reconcile of a controller
+    /// that expects nothing (most, most of the time) takes no lock.
+    owners: AtomicUsize,
     metrics: ExpectationMetrics,
 }
 
@@ -71,6 +75,7 @@ impl Expectations {
             own_resource: own_resource.to_owned(),
             timeout,
             pending: Mutex::new(HashMap::new()),
+            owners: AtomicUsize::new(0),
             metrics,
         }
     }
@@ -132,7 +137,15 @@ impl Expectations {
             resource: resource.to_owned(),
             seen,
         });
+        self.owners.store(pending.len(), Ordering::Release);
         self.metrics.pending.inc();
+    }
+
+    /// Whether no owner expects anything: then neither [`settle`](Self::settle) nor
+    /// [`forget`](Self::forget) has anything to do. The expectations a reconcile recorded are
+    /// seen here by the owner's next reconcile, which the work queue's lock orders after it.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.owners.load(Ordering::Acquire) == 0
     }
 
     /// How many creates and deletes of `owner` are expected.
@@ -187,7 +200,13 @@ impl Expectations {
     }
 
     fn take(&self, owner: &ObjectKey) -> Option<Pending> {
-        let pending = self.pending.lock().remove(owner)?;
+        if self.is_empty() {
+            return None;
+        }
+        let mut all = self.pending.lock();
+        let pending = all.remove(owner)?;
+        self.owners.store(all.len(), Ordering::Release);
+        drop(all);
         let count = i64::try_from(pending.expected.len()).unwrap_or(i64::MAX);
         self.metrics.pending.sub(count);
         Some(pending)

@@ -10,6 +10,7 @@
 //! read be as stale as without fencing.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
@@ -23,6 +24,10 @@ const CAPACITY: usize = 4096;
 #[derive(Debug, Default)]
 pub(crate) struct Fences {
     by_resource: Mutex<HashMap<String, Marks>>,
+    /// How many resources `by_resource` holds marks of, read without its lock: a read of a
+    /// controller with nothing to wait for (most, most of the time) takes no lock. A write's
+    /// mark is counted here before the write returns, so a read ordered after it sees it.
+    resources: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +54,7 @@ impl Fences {
         let marks = by_resource.entry(resource.to_owned()).or_default();
         marks.newest.note(meta.namespace.as_deref(), version);
         marks.mark(key, Mark::Version(version.to_owned()));
+        self.resources.store(by_resource.len(), Ordering::Release);
     }
 
     /// Notes that a delete of `resource` removed the object `key` with `uid`.
@@ -56,10 +62,14 @@ impl Fences {
         let mut by_resource = self.by_resource.lock();
         let marks = by_resource.entry(resource.to_owned()).or_default();
         marks.mark(key, Mark::Gone(uid.to_owned()));
+        self.resources.store(by_resource.len(), Ordering::Release);
     }
 
     /// What a read of the object `key` of `resource` waits for (nothing if not written).
     pub(crate) fn of_object(&self, resource: &str, key: &ObjectKey) -> Vec<Fence> {
+        if self.is_empty() {
+            return Vec::new();
+        }
         let by_resource = self.by_resource.lock();
         let Some(mark) = by_resource.get(resource).and_then(|m| m.objects.get(key)) else {
             return Vec::new();
@@ -70,6 +80,9 @@ impl Fences {
     /// What a list of `resource` in `namespace` waits for (every namespace when `None`): the
     /// newest write of each namespace and every delete.
     pub(crate) fn of_list(&self, resource: &str, namespace: Option<&str>) -> Vec<Fence> {
+        if self.is_empty() {
+            return Vec::new();
+        }
         let by_resource = self.by_resource.lock();
         let Some(marks) = by_resource.get(resource) else {
             return Vec::new();
@@ -113,7 +126,13 @@ impl Fences {
         }
         if marks.objects.is_empty() && marks.newest.is_empty() {
             by_resource.remove(resource);
+            self.resources.store(by_resource.len(), Ordering::Release);
         }
+    }
+
+    /// Whether no write is waiting to be read back.
+    fn is_empty(&self) -> bool {
+        self.resources.load(Ordering::Acquire) == 0
     }
 }
 
