@@ -2,16 +2,20 @@
 
 #[path = "operator/database.rs"]
 mod database;
+#[path = "operator/database_simulation.rs"]
+mod database_simulation;
 #[path = "operator/first_run.rs"]
 mod first_run;
 #[path = "operator/outages.rs"]
 mod outages;
-#[path = "operator/simulation.rs"]
-mod simulation;
+#[path = "operator/simulated.rs"]
+mod simulated;
 #[path = "operator/waits.rs"]
 mod waits;
 #[path = "operator/webapp.rs"]
 mod webapp;
+#[path = "operator/webapp_simulation.rs"]
+mod webapp_simulation;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

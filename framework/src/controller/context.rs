@@ -380,23 +380,6 @@ impl<K: Resource> Context<K> {
         &self.inner.scope
     }
 
-    /// Whether owned objects of `C` carry their owner's shard label, and so move with it (only
-    /// on a shard of a ring that owns `C`).
-    #[cfg_attr(
-        not(feature = "sharding"),
-        expect(
-            clippy::unused_self,
-            clippy::extra_unused_type_parameters,
-            reason = "no shards"
-        )
-    )]
-    pub(crate) fn owned_move_with_shard<C: Resource<DynamicType = ()>>(&self) -> bool {
-        #[cfg(feature = "sharding")]
-        return (self.inner.owned_labels.as_deref()).is_some_and(OwnedLabels::covers::<C>);
-        #[cfg(not(feature = "sharding"))]
-        false
-    }
-
     /// Labels `meta`, of an object of `C` that `owner` owns, with the owner's shard (only on a
     /// shard of a ring that owns `C`).
     #[cfg_attr(

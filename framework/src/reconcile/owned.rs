@@ -41,15 +41,18 @@ impl<K: Resource> Context<K> {
     /// Deletes the objects of `C` that `owner` controls (per the cache, see [`Self::owned`])
     /// whose names are not in `keep`: what the reconcile no longer produces. Returns the keys
     /// of those it deleted; one already gone (404), or replaced by a new object of the same
-    /// name (the uid precondition fails), is skipped. `&[]` deletes them all, e.g. in a
+    /// name (the uid precondition fails, and a look-up finds another uid), is skipped; a
+    /// conflict on an object that still has its uid is an error, so the reconcile is retried. `&[]` deletes them all, e.g. in a
     /// cleanup. With [`owned_events`](crate::controller::Controller::owned_events) on, each
     /// delete records a Normal Event `Deleted` about `owner` (`Deleted ConfigMap a`).
     ///
-    /// On a shard, when `owner` is being deleted and `C` is a kind of the controller's ring,
-    /// the objects are listed from the API server (their metadata, in the owner's namespace)
-    /// instead of the cache: the sharder moves an owned object to its owner's new shard in a
-    /// write of its own, so during a hand-over an owned object may still carry the old shard's
-    /// label and be in no cache of this shard. A cleanup then never misses one.
+    /// When `owner` is being deleted (a cleanup, after which its finalizer comes off), the
+    /// objects are listed from the API server (their metadata, in the owner's namespace)
+    /// instead of the cache, so that a cleanup never misses one: an informer in a watch's
+    /// backoff may not hold yet what the last reconcile created (a seeded simulation of the
+    /// `WebApp` example found it), and on a shard the sharder moves an owned object to its
+    /// owner's new shard in a write of its own, so during a hand-over it may still carry the
+    /// old shard's label and be in no cache of this shard.
     ///
     /// # Errors
     /// As [`Self::owned`]; [`Error::Forbidden`] naming the missing permission when RBAC
@@ -59,8 +62,7 @@ impl<K: Resource> Context<K> {
         owner: &K,
         keep: &[&str],
     ) -> Result<Vec<ObjectKey>, Error> {
-        let moving = owner.meta().deletion_timestamp.is_some() && self.owned_move_with_shard::<C>();
-        let targets: Vec<ObjectMeta> = if moving {
+        let targets: Vec<ObjectMeta> = if owner.meta().deletion_timestamp.is_some() {
             self.owned_on_server::<C>(owner).await?
         } else {
             let cached = self.owned::<C>(owner)?;
@@ -92,11 +94,35 @@ impl<K: Resource> Context<K> {
                     }
                     deleted.push(ObjectKey::new(namespace, name));
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    // The uid precondition failed: the object was replaced, unless it still
+                    // carries the uid asked for (a conflict of another cause), then retried.
+                    if self.still_there::<C>(meta).await? {
+                        return Err(fail(kube::Error::Api(status)));
+                    }
+                }
                 Err(e) => return Err(fail(e)),
             }
         }
         Ok(deleted)
+    }
+
+    /// Whether the object `meta` describes is still on the API server with the same uid.
+    async fn still_there<C: Watchable>(&self, meta: &ObjectMeta) -> Result<bool, Error> {
+        let (namespace, name) = (
+            meta.namespace.as_deref(),
+            meta.name.as_deref().unwrap_or_default(),
+        );
+        let fail = |e| Error::request::<C>("get", None, namespace, name, e);
+        let request = Request::new(C::url_path(&(), namespace))
+            .get_metadata(name, &kube::api::GetParams::default())
+            .map_err(|e| fail(kube::Error::BuildRequest(e)))?;
+        match self.client().request::<PartialObjectMeta<C>>(request).await {
+            Ok(found) => Ok(found.metadata.uid == meta.uid),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(e) => Err(fail(e)),
+        }
     }
 
     /// The uid of `owner`, which its owned objects' owner references name.

@@ -201,6 +201,25 @@ impl World {
         }
     }
 
+    /// Waits until no stored object has changed for `window` of virtual time, for at most a
+    /// minute, else records a violation: what a fixed point's last reconciles set going without
+    /// holding them up (the Events a recorder writes after them) lands before a quiet pass.
+    pub async fn calm(&self, window: Duration) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (mut seen, mut since) = (self.shared.fake.resource_version(), Instant::now());
+        while since.elapsed() < window {
+            if Instant::now() >= deadline {
+                self.violation("stored objects kept changing after the fixed point");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.shared.fake.resource_version();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            }
+        }
+    }
+
     /// Lets `window` of virtual time pass and records a violation if any stored object changed
     /// meanwhile: at a fixed point, reconciles (which the caller makes happen in the window)
     /// write nothing.

@@ -4,22 +4,18 @@
 //! ready, for its generation) within five virtual minutes, and a pass that reconciles every
 //! database again writes nothing.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use kubeward::cache::ObjectKey;
-use kubeward::controller::Cluster;
-use kubeward::informer::Factory;
 use kubeward::testing::sim::{Faults, Simulation, World};
 use kubeward_examples::database::{Database, DatabaseSpec, Databases};
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
+
+use crate::simulated::{converge_and_rest, until_written};
 
 const DATABASES: u64 = 3;
 
@@ -68,98 +64,45 @@ fn fixed_point(world: &World) -> Result<(), String> {
         .ok_or(format!("{} databases", dbs.len()))
 }
 
-/// Writes until a write is not refused by a fault; a create whose answer was lost counts once it
-/// answers `AlreadyExists`.
-async fn until_written<T>(mut write: impl AsyncFnMut() -> kube::Result<T>) {
-    loop {
-        match write().await {
-            Ok(_) => return,
-            Err(kube::Error::Api(status)) if status.reason == "AlreadyExists" => return,
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-/// Waits until nothing stored has changed for `calm` of virtual time (at most a minute, else a
-/// violation): the Events of the reconciles that reached the fixed point, which the recorder
-/// writes after them without holding them up, land before the quiet pass begins.
-async fn calm(world: &World, calm: Duration) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (mut seen, mut since) = (world.fake().resource_version(), Instant::now());
-    while since.elapsed() < calm {
-        if Instant::now() >= deadline {
-            world.violation("stored objects kept changing after the fixed point");
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = world.fake().resource_version();
-        if now != seen {
-            (seen, since) = (now, Instant::now());
-        }
-    }
-}
-
 async fn databases(world: World) {
     let fake = world.fake();
     fake.register_crd::<Database>();
     fake.register::<StatefulSet>();
     fake.register::<Service>();
     fake.register::<Event>();
-    let (keys, reconcile_on) = mpsc::unbounded_channel::<ObjectKey>();
-    let again = futures::stream::poll_fn({
-        let mut keys = reconcile_on;
-        move |cx| keys.poll_recv(cx)
-    });
-    let controller = Database::controller(Databases).reconcile_on(again.boxed());
-    let factory = Arc::new(Factory::new(world.client("operator")));
-    let bound = controller
-        .bind(&Cluster::new(Arc::clone(&factory)))
-        .expect("a valid controller");
-    let (shutdown, stop) = oneshot::channel::<()>();
-    let running = tokio::spawn(async move {
-        bound
-            .run(async {
-                let _ = stop.await;
-            })
-            .await
-    });
-
     let api: Api<Database> = Api::namespaced(world.client("workload"), "ns");
-    for n in 0..DATABASES {
-        let spec = DatabaseSpec {
-            image: "registry.invalid/db:16".into(),
-            replicas: i32::try_from(world.random(1..4)).unwrap_or(1),
-            storage: "1Gi".into(),
-        };
-        let db = Database::new(&format!("db-{n}"), spec);
-        until_written(async || api.create(&PostParams::default(), &db).await).await;
-    }
-    for _ in 0..8 {
-        tokio::time::sleep(Duration::from_millis(world.random(0..3000))).await;
-        let name = format!("db-{}", world.random(0..DATABASES));
-        let scale = serde_json::json!({ "spec": { "replicas": world.random(1..6) } });
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&scale));
-        until_written(async || api.patch(&name, &params, &patch).await).await;
-    }
-    world.stop_faults();
-    if world
-        .settle(Duration::from_secs(300), || fixed_point(&world))
-        .await
-    {
-        calm(&world, Duration::from_secs(2)).await;
+    let workload = async {
         for n in 0..DATABASES {
-            // The receiver lives as long as the controller.
-            let _ = keys.send(ObjectKey::new(Some("ns"), &format!("db-{n}")));
+            let spec = DatabaseSpec {
+                image: "registry.invalid/db:16".into(),
+                replicas: i32::try_from(world.random(1..4)).unwrap_or(1),
+                storage: "1Gi".into(),
+            };
+            let db = Database::new(&format!("db-{n}"), spec);
+            until_written(async || api.create(&PostParams::default(), &db).await).await;
         }
-        world.quiet(Duration::from_secs(30)).await;
-    }
-    let _ = shutdown.send(());
-    let stopped = tokio::time::timeout(Duration::from_secs(60), running).await;
-    assert!(
-        matches!(stopped, Ok(Ok(Ok(())))),
-        "the controller stops cleanly within 60 s: {stopped:?}"
-    );
-    factory.shutdown().await;
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(world.random(0..3000))).await;
+            let name = format!("db-{}", world.random(0..DATABASES));
+            let scale = serde_json::json!({ "spec": { "replicas": world.random(1..6) } });
+            let (params, patch) = (PatchParams::default(), Patch::Merge(&scale));
+            until_written(async || api.patch(&name, &params, &patch).await).await;
+        }
+    };
+    let every_database = || {
+        (0..DATABASES)
+            .map(|n| ObjectKey::new(Some("ns"), &format!("db-{n}")))
+            .collect()
+    };
+    let controller = Database::controller(Databases);
+    converge_and_rest(
+        &world,
+        controller,
+        workload,
+        || fixed_point(&world),
+        every_database,
+    )
+    .await;
 }
 
 /// Seeds 185..205 by default: seed 190 found that an apply answered with a state an earlier
