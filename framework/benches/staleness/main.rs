@@ -60,9 +60,9 @@ fn delays() -> Vec<Duration> {
     ms.into_iter().map(Duration::from_millis).collect()
 }
 
-/// Rounds of changes per run: 30 (90 changes), or 4 with `KUBEWARD_BENCH_QUICK=1`.
+/// Rounds of changes per run: 30 (90 changes), or 3 with `KUBEWARD_BENCH_QUICK=1`.
 fn rounds() -> usize {
-    if quick() { 4 } else { 30 }
+    if quick() { 3 } else { 30 }
 }
 
 /// Runs `side` at `delay` through both workloads.

@@ -8,14 +8,16 @@
 //!   cache and creating it when that shows none, else replacing it under the cached
 //!   resourceVersion (nobody else writes it, so each 409 comes from a stale read).
 //!
-//! [`drive`] creates three sources and changes one every 60 ms (each every 180 ms), as the
-//! integration tests `read_your_writes.rs` and `expectations.rs` do, noting when each write was
-//! sent; it then waits until every source's last write was reconciled.
+//! [`drive`] first waits until the side reconciled a sentinel (its cache synced, its worker
+//! running), so no write is timed across its start-up; then it creates three sources and changes
+//! one every 60 ms (each every 180 ms), as the integration tests `read_your_writes.rs` and
+//! `expectations.rs` do, noting when each write was sent; it then waits until every source's
+//! last write was reconciled.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -49,6 +51,8 @@ pub trait Cache: Sync {
 /// What the reconciles did: how many ran on sources, and which source versions they finished.
 #[derive(Default)]
 pub struct Log {
+    /// Whether a reconcile saw the sentinel: the side's cache is synced and its worker runs.
+    pub ready: AtomicBool,
     /// Reconciles of a source, failed ones included.
     pub reconciles: AtomicUsize,
     /// Each successful reconcile: source name, resourceVersion it saw, when it finished.
@@ -66,8 +70,13 @@ pub async fn reconcile(
     api: &Api<ConfigMap>,
     log: &Log,
 ) -> kube::Result<()> {
-    if !source.labels().contains_key("role") {
-        return Ok(());
+    match source.labels().get("role").map(String::as_str) {
+        Some("source") => {}
+        Some("sentinel") => {
+            log.ready.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+        _ => return Ok(()),
     }
     log.reconciles.fetch_add(1, Ordering::Relaxed);
     let name = source.name_any();
@@ -114,19 +123,21 @@ pub async fn reconcile(
     Ok(())
 }
 
-/// Creates the sources and changes them for `rounds` rounds; waits until the reconciles
-/// finished every source's last write; returns the writes.
+/// Waits until the side reconciled a sentinel, creates the sources and changes them for
+/// `rounds` rounds; waits until the reconciles finished every source's last write; returns the
+/// writes.
 pub async fn drive(api: &Api<ConfigMap>, rounds: usize, log: &Log) -> anyhow::Result<Vec<Write>> {
+    api.create(&PostParams::default(), &labelled("sentinel", "sentinel"))
+        .await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the side to reconcile the sentinel",
+        || async { log.ready.load(Ordering::Relaxed).then_some(()) },
+    )
+    .await?;
     let mut writes = Vec::new();
     for n in 0..SOURCES {
-        let source = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(format!("source-{n}")),
-                labels: Some([("role".to_owned(), "source".to_owned())].into()),
-                ..ObjectMeta::default()
-            },
-            ..ConfigMap::default()
-        };
+        let source = labelled(&format!("source-{n}"), "source");
         let sent = Instant::now();
         let made = api.create(&PostParams::default(), &source).await?;
         writes.push((made.name_any(), version(&made), sent));
@@ -180,6 +191,18 @@ pub fn latencies(writes: &[Write], log: &Log) -> Vec<Duration> {
                 .min()
         })
         .collect()
+}
+
+/// A ConfigMap named `name` with the label `role=<role>`.
+fn labelled(name: &str, role: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some([("role".to_owned(), role.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
 }
 
 /// The resourceVersion of `cm` as an integer (kube-apiserver's are etcd revisions).
