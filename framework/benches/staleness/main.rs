@@ -34,6 +34,7 @@ mod table;
 mod workload;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -77,17 +78,19 @@ async fn measure(cp: &ControlPlane, side: Side, delay: Duration) -> anyhow::Resu
         let before = server::conflicts_so_far(&cp.client()).await?;
         let drive = workload::drive(&api, rounds(), &log);
         let writes = sides::with_side(side, cp, &ns, delay, workload, &log, drive).await?;
-        cell.conflicts += server::conflicts_so_far(&cp.client()).await? - before;
+        cell.conflicts += server::conflicts_so_far(&cp.client())
+            .await?
+            .saturating_sub(before);
         if workload == Workload::Copier {
             cell.duplicates = server::duplicates(&api).await?;
         }
-        cell.reconciles += log.reconciles.load(std::sync::atomic::Ordering::Relaxed);
+        cell.reconciles += log.reconciles.load(Ordering::Relaxed);
         cell.updates += writes.len();
         let latencies = workload::latencies(&writes, &log);
         eprintln!(
             "{delay:?} {} {workload:?}: {} reconciles for {} writes, p99 {:?}, run {:?}",
             side.label(),
-            log.reconciles.load(std::sync::atomic::Ordering::Relaxed),
+            log.reconciles.load(Ordering::Relaxed),
             writes.len(),
             table::p99(&latencies),
             started.elapsed()
