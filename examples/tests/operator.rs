@@ -6,6 +6,8 @@ mod database;
 mod database_simulation;
 #[path = "operator/first_run.rs"]
 mod first_run;
+#[path = "operator/generator_simulation.rs"]
+mod generator_simulation;
 #[path = "operator/outages.rs"]
 mod outages;
 #[path = "operator/simulated.rs"]

@@ -5,7 +5,8 @@
 //! The answer to a create, update, patch or delete names the object's new resourceVersion (or,
 //! for a delete that removed it, its uid): the wrapper reads it from the response body, which
 //! it then hands on unchanged, and notes it in the controller's [`Fences`]. Reads and watches
-//! pass through untouched; a refused write leaves no mark.
+//! pass through untouched; a refused write leaves no mark. A write whose outcome is unknown (no
+//! answer, or a 5xx) is followed by a read of its object, whose resourceVersion is noted instead.
 
 use std::sync::Arc;
 
@@ -35,8 +36,23 @@ pub(crate) fn fenced(
                 .then(|| Target::of(request.uri().path(), request.method()))
                 .flatten();
             let recorded = WriteRequest::of(&request);
-            let response = client.send(request).await?;
+            let path = request.uri().path().to_owned();
+            let response = match client.send(request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    if let Some(target) = &target {
+                        target.look_up(&client, &path, &fences).await;
+                    }
+                    return Err(error);
+                }
+            };
             let success = response.status().is_success();
+            if let Some(target) = target
+                .as_ref()
+                .filter(|_| response.status().is_server_error())
+            {
+                target.look_up(&client, &path, &fences).await;
+            }
             if target.is_none() && recorded.is_none() || recorded.is_none() && !success {
                 return Ok(response);
             }
@@ -120,6 +136,34 @@ impl Target {
             delete,
             create: method == Method::POST && name.is_none(),
         })
+    }
+
+    /// After a write to `path` whose outcome is unknown (no answer, or a 5xx: it may have been
+    /// applied and its answer lost), reads the object and notes its resourceVersion in `fences`,
+    /// so that the next read of it waits for whatever the write may have left (a seeded
+    /// simulation found a failure report whose answer was lost, stored after the reconcile's
+    /// read, that a `generation_changed` predicate then never let reconcile again). A create
+    /// (no name yet) and a delete are not looked up; nor is anything when the read fails.
+    async fn look_up(&self, client: &Client, path: &str, fences: &Fences) {
+        if self.create || self.delete || self.name.is_none() {
+            return;
+        }
+        let object = path.strip_suffix("/status").unwrap_or(path);
+        let Ok(request) = Request::get(object).body(Body::empty()) else {
+            return;
+        };
+        let Ok(response) = client.send(request).await else {
+            return;
+        };
+        if !response.status().is_success() {
+            return;
+        }
+        let Ok(bytes) = response.into_body().collect_bytes().await else {
+            return;
+        };
+        if let Ok(answer) = serde_json::from_slice::<Answer>(&bytes) {
+            fences.wrote(&self.resource, &answer.metadata);
+        }
     }
 
     /// Notes in `fences` what the write answered with `body` left, and in `expectations` a
@@ -208,6 +252,45 @@ mod tests {
         assert_eq!(
             Target::of("/apis/example.com/v1/widgets/w", &Method::PUT),
             Some(target("widgets.example.com", None, Some("w")))
+        );
+    }
+
+    /// A write answered 504 (applied, its answer lost) is followed by a read of its object,
+    /// whose resourceVersion becomes the mark; a create answered so is not looked up.
+    #[tokio::test]
+    async fn a_write_whose_answer_is_lost_marks_the_version_a_read_then_finds() {
+        let server = tower::service_fn(|request: Request<Body>| async move {
+            let (status, body) = if request.method() == Method::GET {
+                let object = r#"{"kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u","resourceVersion":"9"}}"#;
+                (200, object)
+            } else {
+                (504, r#"{"kind":"Status","code":504,"reason":"Timeout"}"#)
+            };
+            let response = Response::builder()
+                .status(status)
+                .body(Body::from(body.as_bytes().to_vec()));
+            Ok::<_, std::convert::Infallible>(response.expect("a valid response"))
+        });
+        let (fences, expectations) = (Arc::new(Fences::default()), Arc::new(expectations()));
+        let client = fenced(Client::new(server, "ns"), Arc::clone(&fences), expectations);
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "ns");
+        let patch = kube::api::Patch::Merge(serde_json::json!({ "data": { "k": "v" } }));
+        let params = kube::api::PatchParams::default();
+        assert!(api.patch_status("a", &params, &patch).await.is_err());
+        let key = ObjectKey::new(Some("ns"), "a");
+        let version = "9".to_owned();
+        assert_eq!(
+            fences.of_object("configmaps", &key),
+            [crate::cache::Fence::Version { key, version }]
+        );
+        let created = k8s_openapi::api::core::v1::ConfigMap::default();
+        let post = kube::api::PostParams::default();
+        assert!(api.create(&post, &created).await.is_err());
+        assert_eq!(
+            fences.of_list("configmaps", Some("ns")).len(),
+            1,
+            "the create left no mark"
         );
     }
 
