@@ -3,6 +3,7 @@
 //! fixed point and for the stored objects to calm, and reconcile every object once more in a
 //! pass that must write nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -10,7 +11,6 @@ use kubeward::cache::ObjectKey;
 use kubeward::controller::{Cluster, Controller};
 use kubeward::informer::{Cacheable, Factory};
 use kubeward::testing::sim::World;
-use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// Runs `controller` while `workload` runs; then, faults stopped, waits up to five virtual

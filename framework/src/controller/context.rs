@@ -229,8 +229,7 @@ impl<K: Resource> Context<K> {
 
     /// Waits until `store`, the cache of `resource` (`plural` or `plural.group`), has brought
     /// in the controller's writes of the object `key` (with read-your-writes on; for at most
-    /// its timeout).
-    /// Says whether it waited.
+    /// its timeout); says whether it waited.
     pub(crate) async fn fence_object<C: Resource>(
         &self,
         store: &Store<C>,
@@ -246,8 +245,8 @@ impl<K: Resource> Context<K> {
 
     /// Before a reconcile of `key`: waits until the cache holds the controller's own writes of
     /// the object and, while it is still there, has seen the creates and deletes its last
-    /// reconcile made (with read-your-writes on; for at most its timeout).
-    /// A reconcile that waited is counted in `kubeward_controller_stale_sync_skips_total`.
+    /// reconcile made (with read-your-writes on; for at most its timeout). A reconcile that
+    /// waited is counted in `kubeward_controller_stale_sync_skips_total`.
     pub(crate) async fn before_reconcile(&self, key: &ObjectKey) {
         let fenced = (self.fence_object(self.store(), self.own_resource(), key)).await;
         let settled = match self.expectations() {
@@ -291,7 +290,8 @@ impl<K: Resource> Context<K> {
         &self.inner.own_resource
     }
 
-    /// Says whether it waited.
+    /// Waits until `store` has passed `wanted`, the fences of a read of `resource`, for at most
+    /// the controller's timeout; says whether it waited.
     async fn fence<C: Resource>(
         &self,
         store: &Store<C>,
