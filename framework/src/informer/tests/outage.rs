@@ -16,6 +16,29 @@ use crate::testing::{FakeApiServer, wait_for};
 const LONG_BACKOFF: Duration = Duration::from_secs(60);
 const WAIT: Duration = Duration::from_secs(10);
 
+/// A fake API server serving ConfigMaps and Secrets.
+fn configmaps_and_secrets() -> FakeApiServer {
+    let fake = FakeApiServer::new();
+    fake.register::<ConfigMap>();
+    fake.register::<Secret>();
+    fake
+}
+
+/// A Secrets informer of `factory`, started with its first list answered 503 by `fake`: once
+/// that list fails, it waits out [`LONG_BACKOFF`] unless an outage's end wakes it.
+fn secrets_failing_their_first_list(
+    fake: &FakeApiServer,
+    factory: &Factory,
+) -> anyhow::Result<SharedInformer<Secret>> {
+    fake.fail_next(Verb::List, "secrets", StatusCode::SERVICE_UNAVAILABLE);
+    let slow = Config::default()
+        .watch_list(WatchList::Off)
+        .backoff(LONG_BACKOFF, LONG_BACKOFF);
+    let secrets = factory.informer_with(Api::<Secret>::all(fake.client()), slow)?;
+    secrets.start()?;
+    Ok(secrets)
+}
+
 /// A factory over `fake` (serving ConfigMaps and Secrets) with ConfigMaps synced and a Secrets informer whose first list found the
 /// server unreachable (503) within an outage the ConfigMaps' watch saw first, now waiting out
 /// [`LONG_BACKOFF`].
@@ -36,12 +59,7 @@ async fn secrets_backing_off_in_an_outage(
         async move { unreachable.then_some(()) }
     })
     .await?;
-    fake.fail_next(Verb::List, "secrets", StatusCode::SERVICE_UNAVAILABLE);
-    let slow = Config::default()
-        .watch_list(WatchList::Off)
-        .backoff(LONG_BACKOFF, LONG_BACKOFF);
-    let secrets = factory.informer_with(Api::<Secret>::all(fake.client()), slow)?;
-    secrets.start()?;
+    let secrets = secrets_failing_their_first_list(fake, &factory)?;
     let stats = secrets.stats();
     wait_for(WAIT, "the Secrets' first list failed", || {
         let listed = stats.list_requests();
@@ -53,9 +71,7 @@ async fn secrets_backing_off_in_an_outage(
 
 #[tokio::test]
 async fn an_informer_in_backoff_retries_once_another_reaches_the_server() -> anyhow::Result<()> {
-    let fake = FakeApiServer::new();
-    fake.register::<ConfigMap>();
-    fake.register::<Secret>();
+    let fake = configmaps_and_secrets();
     fake.seed(&config_map("demo", "settings"))?;
     let (factory, secrets) = secrets_backing_off_in_an_outage(&fake).await?;
 
@@ -75,18 +91,11 @@ async fn an_informer_in_backoff_retries_once_another_reaches_the_server() -> any
 #[tokio::test]
 async fn the_informer_whose_failure_began_an_outage_retries_once_the_server_is_back()
 -> anyhow::Result<()> {
-    let fake = FakeApiServer::new();
-    fake.register::<ConfigMap>();
-    fake.register::<Secret>();
+    let fake = configmaps_and_secrets();
     fake.seed(&config_map("demo", "settings"))?;
     let factory = Factory::new(fake.client());
     // The outage begins with the Secrets' first list, which then waits out a long backoff.
-    fake.fail_next(Verb::List, "secrets", StatusCode::SERVICE_UNAVAILABLE);
-    let slow = Config::default()
-        .watch_list(WatchList::Off)
-        .backoff(LONG_BACKOFF, LONG_BACKOFF);
-    let secrets = factory.informer_with(Api::<Secret>::all(fake.client()), slow)?;
-    secrets.start()?;
+    let secrets = secrets_failing_their_first_list(&fake, &factory)?;
     let stats = secrets.stats();
     wait_for(WAIT, "the Secrets' first list failed", || {
         let failed = stats.list_requests() >= 1 && factory.connectivity().is_unreachable();
@@ -114,21 +123,14 @@ async fn the_informer_whose_failure_began_an_outage_retries_once_the_server_is_b
 
 #[tokio::test(start_paused = true)]
 async fn an_informer_that_alone_fails_keeps_its_backoff() -> anyhow::Result<()> {
-    let fake = FakeApiServer::new();
-    fake.register::<ConfigMap>();
-    fake.register::<Secret>();
+    let fake = configmaps_and_secrets();
     let factory = Factory::new(fake.client());
     let quick = Config::default().watch_list(WatchList::Off);
     let config_maps = factory.informer_with(Api::<ConfigMap>::all(fake.client()), quick)?;
     config_maps.start()?;
     tokio::time::timeout(WAIT, config_maps.wait_for_sync()).await??;
     // Only the Secrets fail (one resource answering 503): no outage others saw.
-    fake.fail_next(Verb::List, "secrets", StatusCode::SERVICE_UNAVAILABLE);
-    let slow = Config::default()
-        .watch_list(WatchList::Off)
-        .backoff(LONG_BACKOFF, LONG_BACKOFF);
-    let secrets = factory.informer_with(Api::<Secret>::all(fake.client()), slow)?;
-    secrets.start()?;
+    let secrets = secrets_failing_their_first_list(&fake, &factory)?;
     // The ConfigMaps reach the server again and again meanwhile: each relists.
     for _ in 0..3 {
         fake.expire_watches();
